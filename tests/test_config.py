@@ -1,0 +1,46 @@
+import dataclasses
+
+import pytest
+
+from tf_transformer.config import PRESETS, ModelConfig, get_preset
+
+
+def test_presets_have_the_documented_sizes():
+    tutorial = get_preset("tutorial")
+    assert (tutorial.num_layers, tutorial.d_model, tutorial.dff, tutorial.num_heads) == (
+        4,
+        128,
+        512,
+        8,
+    )
+    assert tutorial.dropout_rate == 0.1
+    base = get_preset("base")
+    assert (base.num_layers, base.d_model, base.dff, base.num_heads) == (6, 512, 2048, 8)
+    assert {"tiny", "tutorial", "base"} <= set(PRESETS)
+
+
+def test_config_is_frozen_and_round_trips():
+    config = get_preset("tiny").replace(input_vocab_size=11)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.d_model = 3
+    assert ModelConfig.from_dict(config.to_dict()) == config
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"d_model": 10, "num_heads": 3}, "divisible"),
+        ({"positional_layout": "spiral"}, "positional_layout"),
+        ({"dropout_rate": 1.5}, "dropout_rate"),
+    ],
+)
+def test_invalid_config_is_refused(changes, message):
+    with pytest.raises(ValueError, match=message):
+        get_preset("tiny").replace(**changes)
+
+
+def test_unknown_preset_and_field_name_the_valid_ones():
+    with pytest.raises(ValueError, match="tiny"):
+        get_preset("huge")
+    with pytest.raises(ValueError, match="d_modle"):
+        ModelConfig.from_dict({"d_modle": 3})

@@ -1,0 +1,159 @@
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tf_transformer.config import get_preset
+from tf_transformer.layers import (
+    Decoder,
+    DecoderLayer,
+    Encoder,
+    EncoderLayer,
+    FeedForward,
+    MultiHeadAttention,
+    PositionalEmbedding,
+)
+from tf_transformer.model import Transformer
+
+SRC = tf.constant([[5, 6, 7, 8], [9, 4, 0, 0]], tf.int64)
+TGT = tf.constant([[2, 11, 12, 13, 14], [2, 15, 16, 0, 0]], tf.int64)
+SRC_LEN = [4, 2]
+TGT_LEN = [5, 3]
+
+
+def tiny_model(**changes):
+    config = get_preset("tiny").replace(input_vocab_size=30, target_vocab_size=40, **changes)
+    return Transformer.from_config(config)
+
+
+def pad(ids, extra):
+    return tf.concat([ids, tf.zeros((ids.shape[0], extra), ids.dtype)], axis=1)
+
+
+def test_tutorial_preset_has_the_tutorial_parameter_count():
+    config = get_preset("tutorial").replace(input_vocab_size=7765, target_vocab_size=7010)
+    model = Transformer.from_config(config)
+    model.build()
+    assert model.count_params() == 4_646_882
+
+
+def test_shared_target_embeddings_drop_the_output_matrix():
+    untied, tied = tiny_model(), tiny_model(share_target_embeddings=True)
+    untied.build()
+    tied.build()
+    assert untied.count_params() - tied.count_params() == 32 * 40 + 40
+    assert tied((SRC, TGT)).shape == (2, 5, 40)
+
+
+def test_logits_shape_and_dtype():
+    logits = tiny_model()((SRC, TGT), training=False)
+    assert logits.shape == (2, 5, 40) and logits.dtype == tf.float32
+
+
+@pytest.mark.parametrize("num_layers", [1, 2, 4])
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_padding_does_not_change_logits_at_real_positions(num_layers, norm_first):
+    model = tiny_model(num_layers=num_layers, norm_first=norm_first)
+    reference = model((SRC, TGT)).numpy()
+    for src_extra, tgt_extra in [(3, 0), (0, 2), (5, 4)]:
+        padded = model((pad(SRC, src_extra), pad(TGT, tgt_extra))).numpy()
+        for row, length in enumerate(TGT_LEN):
+            np.testing.assert_allclose(padded[row, :length], reference[row, :length], atol=1e-5)
+
+
+def test_decoder_is_causal():
+    model = tiny_model(num_layers=2)
+    tgt = tf.constant([[2, 11, 12, 13, 14, 15]], tf.int64)
+    src = SRC[:1]
+    reference = model((src, tgt)).numpy()
+    for t in range(5):
+        changed = tgt.numpy().copy()
+        changed[0, t + 1 :] = 17  # change every token after position t
+        logits = model((src, tf.constant(changed))).numpy()
+        np.testing.assert_allclose(logits[0, : t + 1], reference[0, : t + 1], atol=1e-5)
+        assert not np.allclose(logits[0, t + 1 :], reference[0, t + 1 :], atol=1e-3)
+
+
+def test_attention_weights_rows_sum_to_one_and_ignore_pad():
+    model = tiny_model()
+    _, attention = model.call_with_attention((SRC, TGT))
+    assert set(attention) == {"encoder_self", "decoder_self", "cross"}
+    for maps in attention.values():
+        assert len(maps) == 2
+        for weights in maps:
+            np.testing.assert_allclose(weights.numpy().sum(-1), 1.0, atol=1e-5)
+    for weights in attention["encoder_self"] + attention["cross"]:
+        assert weights.numpy()[1, :, :, SRC_LEN[1] :].max() < 1e-6  # source PAD
+    for weights in attention["decoder_self"]:
+        w = weights.numpy()
+        assert w[:, :, np.triu_indices(5, 1)[0], np.triu_indices(5, 1)[1]].max() < 1e-6
+        assert w[1, :, :, TGT_LEN[1] :].max() < 1e-6  # target PAD
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_mixed_precision_forward_is_finite(policy):
+    previous = tf.keras.mixed_precision.global_policy()
+    tf.keras.mixed_precision.set_global_policy(policy)
+    try:
+        model = tiny_model(norm_first=True)
+        logits = model((pad(SRC, 3), pad(TGT, 2)), training=False)
+        _, attention = model.call_with_attention((pad(SRC, 3), pad(TGT, 2)))
+    finally:
+        tf.keras.mixed_precision.set_global_policy(previous)
+    assert logits.dtype == tf.float32
+    assert np.isfinite(logits.numpy()).all()
+    assert attention["cross"][0].dtype == tf.dtypes.as_dtype(policy.split("_")[1])
+    assert np.isfinite(tf.cast(attention["cross"][0], tf.float32).numpy()).all()
+
+
+def test_keras_save_and_load_round_trip(tmp_path):
+    model = tiny_model(norm_first=True, share_target_embeddings=True, positional_layout="concat")
+    expected = model((SRC, TGT)).numpy()
+    path = tmp_path / "model.keras"
+    model.save(path)
+    loaded = tf.keras.models.load_model(path, safe_mode=True)
+    assert isinstance(loaded, Transformer)
+    assert loaded.config == model.config
+    np.testing.assert_array_equal(loaded((SRC, TGT)).numpy(), expected)
+
+
+def test_get_config_from_config_round_trip():
+    model = tiny_model()
+    clone = Transformer.from_config(model.get_config())
+    assert clone.config == model.config
+    model.build()
+    clone.build()
+    clone.set_weights(model.get_weights())
+    np.testing.assert_array_equal(clone((SRC, TGT)).numpy(), model((SRC, TGT)).numpy())
+
+
+@pytest.mark.parametrize(
+    "layer",
+    [
+        PositionalEmbedding(vocab_size=10, d_model=8, max_length=20, positional_layout="concat"),
+        MultiHeadAttention(d_model=8, num_heads=2),
+        FeedForward(d_model=8, dff=16),
+        EncoderLayer(d_model=8, num_heads=2, dff=16, dropout_rate=0.2, norm_first=True),
+        DecoderLayer(d_model=8, num_heads=2, dff=16, dropout_rate=0.3),
+        Encoder(num_layers=2, d_model=8, num_heads=2, dff=16, vocab_size=10, norm_first=True),
+        Decoder(num_layers=1, d_model=8, num_heads=4, dff=16, vocab_size=12, max_length=33),
+    ],
+    ids=lambda layer: type(layer).__name__,
+)
+def test_every_layer_config_round_trips(layer):
+    config = layer.get_config()
+    clone = type(layer).from_config(config)
+    assert clone.get_config() == config
+    registered = tf.keras.utils.get_registered_object(f"tf_transformer>{type(layer).__name__}")
+    assert registered is type(layer)
+
+
+def test_incremental_decoding_matches_teacher_forcing():
+    model = tiny_model(num_layers=2, norm_first=True)
+    reference = model((SRC, TGT)).numpy()
+    context, padding_mask = model.encode(SRC)
+    cache = model.initial_cache(context, 8)
+    for t in range(5):
+        logits, cache = model.decode_step(TGT[:, t], t, cache, padding_mask)
+        for row, length in enumerate(TGT_LEN):
+            if t < length:
+                np.testing.assert_allclose(logits.numpy()[row], reference[row, t], atol=1e-5)

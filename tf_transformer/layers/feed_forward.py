@@ -1,0 +1,50 @@
+"""The position-wise feed-forward network."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+
+@tf.keras.utils.register_keras_serializable(package="tf_transformer")
+class FeedForward(tf.keras.layers.Layer):
+    """`max(0, x W1 + b1) W2 + b2` applied at every position (paper section 3.3).
+
+    Args:
+      d_model: input and output width.
+      dff: inner width.
+
+    Call arguments:
+      x: `(batch, len, d_model)`.
+
+    Returns:
+      `(batch, len, d_model)`.
+
+    Example:
+      >>> ffn = FeedForward(d_model=8, dff=32)
+      >>> ffn(tf.ones((2, 5, 8))).shape
+      TensorShape([2, 5, 8])
+    """
+
+    def __init__(self, *, d_model: int, dff: int, **kwargs):
+        super().__init__(**kwargs)
+        self.d_model = d_model
+        self.dff = dff
+        self.inner = tf.keras.layers.Dense(
+            dff, activation="relu", name="inner", dtype=self.dtype_policy
+        )
+        self.outer = tf.keras.layers.Dense(d_model, name="outer", dtype=self.dtype_policy)
+
+    def build(self, *args, **kwargs):
+        # Explicit builds: Keras 3 would otherwise trace `call` symbolically to find the weights,
+        # once per nesting level (seconds per model on a CPU).
+        self.inner.build((None, None, self.d_model))
+        self.outer.build((None, None, self.dff))
+        self.built = True
+
+    def call(self, x):
+        return self.outer(self.inner(x))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(d_model=self.d_model, dff=self.dff)
+        return config
