@@ -1,0 +1,55 @@
+"""The `tf-transformer` command line: a thin face over the package.
+
+Each subcommand lives in `tf_transformer/commands/<name>.py` and exposes
+`register(subparsers)`, which adds its parser and sets `func(args) -> int`.
+Errors a user can fix raise `CLIError` (or ValueError/FileNotFoundError from the package)
+and end as one line on stderr with exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+COMMANDS = ("train", "translate", "evaluate", "export")
+
+
+class CLIError(Exception):
+    """A user error: printed as one line, exit code 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tf-transformer",
+        description="Train, translate with, evaluate and export a Portuguese->English Transformer.",
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"tf_transformer.commands.{name}")
+        except ModuleNotFoundError as error:
+            if error.name != f"tf_transformer.commands.{name}":
+                raise
+            continue  # not written yet
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    parser = build_parser()
+    args = parser.parse_args(argv)  # argparse exits 2 on bad flags
+    try:
+        return int(args.func(args) or 0)
+    except (CLIError, ValueError, FileNotFoundError, FileExistsError) as error:
+        print(f"tf-transformer {args.command}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"tf-transformer {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""The run directory: everything needed to resume, translate, evaluate and export a run.
+
+Layout::
+
+    runs/NAME/
+      config.json     {"model": ModelConfig fields, "train": training settings, "data": ...}
+      tokenizers/     the Tokenizers SavedModel
+      checkpoints/    tf.train.CheckpointManager files (model, optimizer, step, data position)
+      logs/           TensorBoard event files
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from tf_transformer.config import ModelConfig
+
+
+class RunDir:
+    """Paths and loaders of one run directory."""
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root)
+
+    @property
+    def config_path(self) -> Path:
+        return self.root / "config.json"
+
+    @property
+    def tokenizers_path(self) -> Path:
+        return self.root / "tokenizers"
+
+    @property
+    def checkpoints_path(self) -> Path:
+        return self.root / "checkpoints"
+
+    @property
+    def logs_path(self) -> Path:
+        return self.root / "logs"
+
+    def exists(self) -> bool:
+        return self.config_path.is_file()
+
+    def read_config(self) -> dict[str, Any]:
+        if not self.config_path.is_file():
+            raise FileNotFoundError(
+                f"{self.root} is not a run directory (no config.json); train one with "
+                "`tf-transformer train --run-dir DIR`."
+            )
+        return json.loads(self.config_path.read_text())
+
+    def write_config(self, config: dict[str, Any]) -> None:
+        """Writes config.json atomically (a crash leaves the old file or the new one)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".config.", suffix=".json")
+        with os.fdopen(fd, "w") as f:
+            json.dump(config, f, indent=2, sort_keys=True)
+        os.replace(tmp, self.config_path)
+
+    def model_config(self) -> ModelConfig:
+        return ModelConfig.from_dict(self.read_config()["model"])
+
+    def load_tokenizers(self):
+        from tf_transformer.tokenizers import load_tokenizers
+
+        if not self.tokenizers_path.is_dir():
+            raise FileNotFoundError(f"No tokenizers in {self.tokenizers_path}.")
+        return load_tokenizers(str(self.tokenizers_path))
+
+    def load_model(self, checkpoint: str | None = None):
+        """The Transformer with the latest (or the given) checkpoint's weights."""
+        import tensorflow as tf
+
+        from tf_transformer.model import Transformer
+
+        model = Transformer.from_config(self.model_config())
+        model.build()
+        path = checkpoint or tf.train.latest_checkpoint(str(self.checkpoints_path))
+        if path is None:
+            raise FileNotFoundError(f"No checkpoint in {self.checkpoints_path}.")
+        tf.train.Checkpoint(model=model).restore(path).expect_partial()
+        return model
