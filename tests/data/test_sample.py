@@ -1,7 +1,6 @@
 """Tests for the generated Portuguese→English sample corpus."""
 
 import itertools
-import time
 
 import pytest
 
@@ -16,11 +15,9 @@ def train():
     return sample_pairs("train")
 
 
-def test_generation_is_fast_and_deterministic():
+def test_generation_is_deterministic():
     sample._pool.cache_clear()
-    start = time.perf_counter()
     first = sample_pairs("train", seed=3)
-    assert time.perf_counter() - start < 2.0
     sample._pool.cache_clear()
     assert sample_pairs("train", seed=3) == first
     assert sample_pairs("train", seed=4) != first
