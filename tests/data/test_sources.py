@@ -183,3 +183,10 @@ def test_unknown_spec_and_split_list_valid_forms(tmp_path):
     (tmp_path / "notes.txt").write_text("x")
     with pytest.raises(DataFormatError, match=".tsv"):
         load_dataset(tmp_path / "notes.txt", "train")
+
+
+def test_sample_spec_is_the_embedded_corpus():
+    sample = pytest.importorskip("tf_transformer.data.sample")
+    pairs = _decode(load_dataset("sample", "validation"))
+    assert len(pairs) == 1000
+    assert pairs == sample.sample_pairs("dev")

@@ -1,0 +1,229 @@
+"""WordPiece tokenizers for pt and en: build the vocabularies, tokenize/detokenize, save as a tf.Module.
+
+The saved module needs only ``tensorflow`` and ``tensorflow_text`` to load, and uses only
+long-standing ops that TF Serving's bundled TF Text has (StringLower, NormalizeUTF8,
+RegexSplitWithOffsets, WordpieceTokenizeWithOffsets, lookup tables).
+
+Normalisation differs from the TF tutorial's ``BertTokenizer(lower_case=True)`` on purpose: that
+also strips accents (``comédia`` → ``comedia``) through ICU case folding and NFD. Here text is
+lower-cased with the core ``tf.strings.lower(encoding="utf-8")`` and NFC-normalised, so accents
+survive the round trip.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import tensorflow as tf
+import tensorflow_text as text
+from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset as bert_vocab
+
+RESERVED_TOKENS = ("[PAD]", "[UNK]", "[START]", "[END]")
+PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
+
+# Arguments shared by vocabulary learning and the tokenizer, so both split words the same way.
+_BERT_TOKENIZER_PARAMS = {"lower_case": False, "normalization_form": "NFC"}
+
+_STRINGS = tf.TensorSpec(shape=[None], dtype=tf.string)
+_DENSE_IDS = (
+    tf.TensorSpec(shape=[None, None], dtype=tf.int64),
+    tf.TensorSpec(shape=[None, None], dtype=tf.int32),
+)
+_RAGGED_IDS = tf.RaggedTensorSpec(shape=[None, None], dtype=tf.int64, ragged_rank=1)
+
+
+def normalize(strings: tf.Tensor) -> tf.Tensor:
+    """Lower-cases UTF-8 strings (keeping accents); the tokenizer adds NFC normalisation."""
+    return tf.strings.lower(strings, encoding="utf-8")
+
+
+class LanguageTokenizer(tf.Module):
+    """A WordPiece tokenizer for one language, exportable with ``tf.saved_model.save``.
+
+    Ids: ``[PAD]=0``, ``[UNK]=1``, ``[START]=2``, ``[END]=3``, then the learnt wordpieces.
+
+    Args:
+        vocab_path: a vocabulary file, one token per line, starting with the reserved tokens.
+        reserved_tokens: the reserved tokens at the head of the vocabulary.
+
+    Example:
+        >>> tok = LanguageTokenizer("en_vocab.txt")
+        >>> ids = tok.tokenize(tf.constant(["hello ."]))  # [[2, ..., 3]]
+        >>> tok.detokenize(ids)  # [b"hello ."]
+    """
+
+    def __init__(self, vocab_path: str | Path, reserved_tokens=RESERVED_TOKENS, **kwargs):
+        super().__init__(**kwargs)
+        vocab_path = str(vocab_path)
+        self.tokenizer = text.BertTokenizer(vocab_path, **_BERT_TOKENIZER_PARAMS)
+        self._reserved_tokens = list(reserved_tokens)
+        self._vocab_path = tf.saved_model.Asset(vocab_path)
+        vocab = Path(vocab_path).read_text(encoding="utf-8").splitlines()
+        if vocab[: len(self._reserved_tokens)] != self._reserved_tokens:
+            raise ValueError(f"{vocab_path} does not start with {self._reserved_tokens}")
+        self.vocab = tf.Variable(vocab, trainable=False)
+
+        # Trace every accepted input form now, so the SavedModel holds each of them.
+        for spec in (*_DENSE_IDS, _RAGGED_IDS):
+            self.detokenize.get_concrete_function(spec)
+            self.lookup.get_concrete_function(spec)
+        self.tokenize.get_concrete_function()
+        self.get_vocab_size.get_concrete_function()
+        self.get_vocab_path.get_concrete_function()
+        self.get_reserved_tokens.get_concrete_function()
+
+    @tf.function(input_signature=[_STRINGS])
+    def tokenize(self, strings: tf.Tensor) -> tf.RaggedTensor:
+        """Strings `(batch,)` → ragged int64 ids `(batch, None)` with [START] … [END]."""
+        ids = self.tokenizer.tokenize(normalize(strings))  # (batch, words, wordpieces)
+        ids = ids.merge_dims(-2, -1)  # (batch, tokens)
+        batch = ids.bounding_shape()[0]
+        starts = tf.fill([batch, 1], tf.constant(START_ID, tf.int64))
+        ends = tf.fill([batch, 1], tf.constant(END_ID, tf.int64))
+        return tf.concat([starts, ids, ends], axis=1)
+
+    @tf.function
+    def detokenize(self, ids) -> tf.Tensor:
+        """Ids `(batch, None)`, ragged or dense (PAD=0), int64 or int32 → strings `(batch,)`.
+
+        [PAD], [START] and [END] are dropped, and so is anything after the first [END] (batched
+        decoders keep emitting after it); [UNK] stays visible. Wordpieces are joined into words
+        and words by single spaces.
+        """
+        if isinstance(ids, tf.RaggedTensor):
+            ids = ids.to_tensor(default_value=PAD_ID)
+        ids = tf.cast(ids, tf.int64)  # (batch, len)
+        after_end = tf.cumsum(tf.cast(ids == END_ID, tf.int32), axis=-1, exclusive=True) > 0
+        keep = (ids != PAD_ID) & (ids != START_ID) & (ids != END_ID) & ~after_end
+        kept = tf.ragged.boolean_mask(ids, keep)
+        words = self.tokenizer.detokenize(kept)  # (batch, words)
+        return tf.strings.reduce_join(words, separator=" ", axis=-1)
+
+    @tf.function
+    def lookup(self, ids) -> tf.RaggedTensor:
+        """Ids `(batch, None)`, ragged or dense → ragged wordpiece strings `(batch, None)`."""
+        if not isinstance(ids, tf.RaggedTensor):
+            ids = tf.RaggedTensor.from_tensor(ids)
+        return tf.gather(self.vocab, tf.cast(ids, tf.int64))
+
+    @tf.function(input_signature=[])
+    def get_vocab_size(self) -> tf.Tensor:
+        """The vocabulary size, reserved tokens included (int32 scalar)."""
+        return tf.shape(self.vocab)[0]
+
+    @tf.function(input_signature=[])
+    def get_vocab_path(self) -> tf.Tensor:
+        """The vocabulary file (an asset: inside the SavedModel once saved)."""
+        return self._vocab_path
+
+    @tf.function(input_signature=[])
+    def get_reserved_tokens(self) -> tf.Tensor:
+        """The reserved tokens, in id order."""
+        return tf.constant(self._reserved_tokens)
+
+
+class Tokenizers(tf.Module):
+    """The pair of tokenizers a pt→en model needs: ``.pt`` (source) and ``.en`` (target).
+
+    Args:
+        pt_vocab_path: the Portuguese vocabulary file.
+        en_vocab_path: the English vocabulary file.
+        reserved_tokens: the reserved tokens at the head of both vocabularies.
+    """
+
+    def __init__(self, pt_vocab_path, en_vocab_path, reserved_tokens=RESERVED_TOKENS, **kwargs):
+        super().__init__(**kwargs)
+        self.pt = LanguageTokenizer(pt_vocab_path, reserved_tokens)
+        self.en = LanguageTokenizer(en_vocab_path, reserved_tokens)
+
+    def save(self, path: str | Path) -> None:
+        """Writes a SavedModel that `load_tokenizers` (or plain ``tf.saved_model.load``) reads."""
+        tf.saved_model.save(self, str(path))
+
+
+def load_tokenizers(path: str | Path):
+    """Loads tokenizers saved by `Tokenizers.save`; only ``tensorflow_text`` must be imported.
+
+    Returns:
+        The restored module, with ``.pt`` and ``.en`` offering the same methods.
+    """
+    return tf.saved_model.load(str(path))
+
+
+def learn_vocab(
+    texts: tf.data.Dataset,
+    vocab_size: int = 8000,
+    *,
+    reserved_tokens=RESERVED_TOKENS,
+    batch_size: int = 1000,
+    learn_params: dict | None = None,
+) -> list[str]:
+    """Learns a WordPiece vocabulary with ``bert_vocab_from_dataset``.
+
+    Args:
+        texts: a dataset of scalar strings.
+        vocab_size: the target size (an upper bound; small corpora give fewer tokens).
+        reserved_tokens: tokens put first, in this order.
+        batch_size: strings per batch while counting words.
+        learn_params: extra arguments of ``wordpiece_tokenizer_learner_lib.learn``, e.g.
+            ``{"num_iterations": 1}`` to learn faster (each iteration is one full pass over the
+            word counts, binary-searching the frequency threshold that hits `vocab_size`).
+
+    Returns:
+        The vocabulary, reserved tokens first.
+    """
+    batches = texts.batch(batch_size).map(normalize).prefetch(tf.data.AUTOTUNE)
+    return bert_vocab.bert_vocab_from_dataset(
+        batches,
+        vocab_size=vocab_size,
+        reserved_tokens=list(reserved_tokens),
+        bert_tokenizer_params=_BERT_TOKENIZER_PARAMS,
+        learn_params=learn_params or {},
+    )
+
+
+def write_vocab(vocab: list[str], path: str | Path) -> Path:
+    """Writes a vocabulary file, one token per line."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(token + "\n" for token in vocab), encoding="utf-8")
+    return path
+
+
+def build_tokenizers(
+    pairs: tf.data.Dataset,
+    vocab_size: int = 8000,
+    *,
+    vocab_dir: str | Path | None = None,
+    reserved_tokens=RESERVED_TOKENS,
+    batch_size: int = 1000,
+    learn_params: dict | None = None,
+) -> Tokenizers:
+    """Learns pt and en WordPiece vocabularies from ``(pt, en)`` pairs and returns `Tokenizers`.
+
+    Args:
+        pairs: a dataset of scalar string ``(pt, en)`` pairs (e.g. from `load_dataset`).
+        vocab_size: the target size of each vocabulary.
+        vocab_dir: where ``pt_vocab.txt`` and ``en_vocab.txt`` are written (default: a new
+            temporary directory).
+        reserved_tokens: tokens put first in both vocabularies.
+        batch_size: strings per batch while counting words.
+        learn_params: extra arguments of the WordPiece learner (see `learn_vocab`).
+
+    Returns:
+        The tokenizers, ready to use or to `Tokenizers.save`.
+    """
+    vocab_dir = Path(vocab_dir or tempfile.mkdtemp(prefix="tf_transformer_vocab_"))
+    paths = {}
+    for index, lang in enumerate(("pt", "en")):
+        texts = pairs.map(lambda *pair, i=index: pair[i])
+        vocab = learn_vocab(
+            texts,
+            vocab_size,
+            reserved_tokens=reserved_tokens,
+            batch_size=batch_size,
+            learn_params=learn_params,
+        )
+        paths[lang] = write_vocab(vocab, vocab_dir / f"{lang}_vocab.txt")
+    return Tokenizers(paths["pt"], paths["en"], reserved_tokens)
