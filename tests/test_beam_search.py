@@ -1,0 +1,148 @@
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.test_decoding import SRC, bigram_logits_fn, bigram_table, tiny_model
+from tf_transformer.beam_search import beam_search, gather_beams, length_penalty, tile_beams
+from tf_transformer.decoding import greedy_decode, make_decode_fn, model_logits_fn
+
+PAD, UNK, START, END, A, B, C = range(7)
+
+
+def cache_for(batch):
+    return {"calls": tf.zeros([batch], tf.int32)}
+
+
+def test_tile_and_gather_beams():
+    cache = {"x": tf.constant([[1], [2]])}
+    tiled = tile_beams(cache, 3)
+    np.testing.assert_array_equal(tiled["x"].numpy()[:, 0], [1, 1, 1, 2, 2, 2])
+    marked = {"x": tf.constant([[10], [11], [12], [20], [21], [22]])}
+    parents = tf.constant([[2, 2, 0], [1, 0, 0]])
+    gathered = gather_beams(marked, parents)["x"].numpy()[:, 0]
+    np.testing.assert_array_equal(gathered, [12, 12, 10, 21, 20, 20])
+
+
+def test_beam_search_finds_the_sequence_greedy_misses():
+    # Greedy takes A (0.5) then C (0.3) then END: 0.5 * 0.3 * 1 = 0.15.
+    # The best sequence is B END: 0.4 * 0.9 = 0.36.
+    table = bigram_table(
+        {
+            START: {A: 0.5, B: 0.4, END: 0.1},
+            A: {C: 0.3, UNK: 0.7 / 2, B: 0.7 / 2},
+            B: {END: 0.9, C: 0.1},
+            C: {END: 1.0},
+            UNK: {END: 1.0},
+        }
+    )
+    greedy = greedy_decode(bigram_logits_fn(table), cache_for(1), 1, max_length=5)
+    beam = beam_search(bigram_logits_fn(table), cache_for(1), 1, 3, max_length=5, alpha=0.0)
+    assert greedy.ids.numpy()[0, 1] == A
+    np.testing.assert_array_equal(beam.ids.numpy(), [[START, B, END]])
+    np.testing.assert_allclose(beam.log_probs.numpy(), [np.log(0.36)], rtol=1e-5)
+    assert beam.log_probs.numpy()[0] > greedy.log_probs.numpy()[0]
+
+
+SHORT_VS_LONG = bigram_table(
+    # Short: END (0.3). Long: A END (0.28 * 0.97 = 0.2716), less probable but longer.
+    {
+        START: {END: 0.3, A: 0.28, B: 0.42 / 2, C: 0.42 / 2},
+        A: {END: 0.97, C: 0.03},
+        B: {C: 1.0},
+        C: {C: 1.0},
+    }
+)
+
+
+@pytest.mark.parametrize("alpha, expected", [(0.0, [START, END]), (1.0, [START, A, END])])
+def test_length_penalty_picks_short_or_long_as_the_formula_says(alpha, expected):
+    out = beam_search(
+        bigram_logits_fn(SHORT_VS_LONG),
+        cache_for(1),
+        1,
+        2,
+        max_length=6,
+        alpha=alpha,
+        return_all_beams=True,
+    )
+    best = out.ids.numpy()[0, 0]
+    np.testing.assert_array_equal(best[: len(expected)], expected)
+    assert (best[len(expected) :] == PAD).all()
+    # Scores against the formula ((5 + len) / 6) ** alpha, for the winner.
+    log_prob = {1: np.log(0.3), 2: np.log(0.28 * 0.97)}[len(expected) - 1]
+    length = len(expected) - 1
+    np.testing.assert_allclose(out.lengths.numpy()[0, 0], length)
+    np.testing.assert_allclose(out.log_probs.numpy()[0, 0], log_prob, rtol=1e-5)
+    np.testing.assert_allclose(
+        out.scores.numpy()[0, 0], log_prob / ((5 + length) / 6) ** alpha, rtol=1e-5
+    )
+    # And the two hypotheses compare as the formula says.
+    short, long = np.log(0.3), np.log(0.28 * 0.97)
+    assert (short > long * (6 / 7) ** alpha) == (alpha == 0.0)
+
+
+def test_length_penalty_values():
+    np.testing.assert_allclose(length_penalty(tf.constant([1, 7]), 1.0).numpy(), [1.0, 2.0])
+    np.testing.assert_allclose(length_penalty(tf.constant([3]), 0.0).numpy(), [1.0])
+
+
+def test_finished_beams_stop_growing_and_keep_their_score():
+    # The END hypothesis finishes at step 1; the C C C ... beam goes on to max_length.
+    results = [
+        beam_search(
+            bigram_logits_fn(SHORT_VS_LONG),
+            cache_for(1),
+            1,
+            2,
+            max_length=n,
+            alpha=0.0,
+            return_all_beams=True,
+            trim_ids=False,
+        )
+        for n in (3, 7)
+    ]
+    for out in results:
+        ids, lengths = out.ids.numpy()[0], out.lengths.numpy()[0]
+        finished = [b for b in range(2) if END in ids[b]]
+        assert finished
+        for b in finished:
+            end = list(ids[b]).index(END)
+            assert lengths[b] == end
+            assert (ids[b, end + 1 :] == PAD).all()
+    best = [out.scores.numpy()[0, 0] for out in results]
+    assert best[0] == best[1]
+    np.testing.assert_allclose(best[0], np.log(0.3), rtol=1e-6)
+
+
+def test_beam_search_stops_when_every_beam_has_ended():
+    table = bigram_table({START: {END: 0.5, A: 0.5}, A: {END: 1.0}})
+    out = beam_search(bigram_logits_fn(table), cache_for(2), 2, 2, max_length=30)
+    assert int(out.steps) == 2
+    # Equal probabilities: the length penalty (alpha 0.6) prefers the longer one.
+    np.testing.assert_array_equal(out.ids.numpy(), [[START, A, END]] * 2)
+
+
+@pytest.fixture(scope="module")
+def model():
+    return tiny_model()
+
+
+def test_beam_one_equals_greedy(model):
+    greedy = make_decode_fn(model, max_length=8)(SRC)
+
+    @tf.function
+    def beam_one(src):
+        logits_fn, cache = model_logits_fn(model, src, 8)
+        return beam_search(logits_fn, cache, tf.shape(src)[0], 1, 8, alpha=0.6)
+
+    out = beam_one(SRC)
+    np.testing.assert_array_equal(out.ids.numpy(), greedy.ids.numpy())
+    np.testing.assert_allclose(out.log_probs.numpy(), greedy.log_probs.numpy(), atol=1e-5)
+
+
+def test_cached_beam_equals_recompute_beam(model):
+    kwargs = {"max_length": 7, "beam_size": 3, "alpha": 0.6, "return_all_beams": True}
+    cached = make_decode_fn(model, **kwargs)(SRC)
+    reference = make_decode_fn(model, recompute=True, **kwargs)(SRC)
+    np.testing.assert_array_equal(cached.ids.numpy(), reference.ids.numpy())
+    np.testing.assert_allclose(cached.scores.numpy(), reference.scores.numpy(), atol=1e-4)

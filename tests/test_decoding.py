@@ -1,0 +1,128 @@
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tf_transformer.config import get_preset
+from tf_transformer.decoding import (
+    greedy_decode,
+    make_decode_fn,
+    model_logits_fn,
+    recompute_logits_fn,
+    write_column,
+)
+from tf_transformer.model import Transformer
+
+PAD, UNK, START, END, A, B, C = range(7)
+VOCAB = 7
+
+
+def bigram_logits_fn(table):
+    """A scripted seam: the next-token log-probs depend only on the current token.
+
+    The cache counts calls per row, so tests can see that it is threaded through the loop.
+    """
+    table = tf.math.log(tf.constant(table, tf.float32) + 1e-12)
+
+    def logits_fn(ids, step, cache):
+        return tf.gather(table, ids), {"calls": cache["calls"] + 1}
+
+    return logits_fn
+
+
+def bigram_table(rows):
+    table = np.full((VOCAB, VOCAB), 0.0)
+    table[:, PAD] = 1.0  # rows not scripted: anything, they are never reached
+    for token, probs in rows.items():
+        table[token] = 0.0
+        for nxt, p in probs.items():
+            table[token, nxt] = p
+    return table / table.sum(axis=1, keepdims=True)
+
+
+def tiny_model():
+    config = get_preset("tiny").replace(
+        num_layers=1, d_model=16, dff=32, input_vocab_size=30, target_vocab_size=40
+    )
+    model = Transformer.from_config(config)
+    model.build()
+    return model
+
+
+# Different source lengths, padded.
+SRC = tf.constant([[2, 5, 6, 7, 8, 3], [2, 9, 3, 0, 0, 0], [2, 11, 12, 13, 3, 0]], tf.int64)
+
+
+def test_write_column_writes_one_column():
+    buffer = tf.zeros((2, 4), tf.int32)
+    out = write_column(buffer, 2, tf.constant([7, 9]))
+    np.testing.assert_array_equal(out.numpy(), [[0, 0, 7, 0], [0, 0, 9, 0]])
+
+
+def test_greedy_follows_the_scripted_argmax_and_pads_after_end():
+    table = bigram_table({START: {A: 0.6, B: 0.4}, A: {B: 0.7, END: 0.3}, B: {END: 0.9, C: 0.1}})
+    cache = {"calls": tf.zeros([2], tf.int32)}
+    out = greedy_decode(bigram_logits_fn(table), cache, 2, max_length=6)
+    np.testing.assert_array_equal(out.ids.numpy(), [[START, A, B, END]] * 2)
+    np.testing.assert_array_equal(out.lengths.numpy(), [3, 3])
+    np.testing.assert_allclose(out.log_probs.numpy(), [np.log(0.6 * 0.7 * 0.9)] * 2, rtol=1e-5)
+    np.testing.assert_array_equal(out.scores.numpy(), out.log_probs.numpy())
+
+
+def test_greedy_stops_early_when_every_sequence_has_ended():
+    table = bigram_table({START: {END: 0.9, A: 0.1}})
+    cache = {"calls": tf.zeros([3], tf.int32)}
+    out = greedy_decode(bigram_logits_fn(table), cache, 3, max_length=20)
+    assert int(out.steps) == 1
+    np.testing.assert_array_equal(out.ids.numpy(), [[START, END]] * 3)
+
+
+def test_min_length_bans_end_and_forces_the_length():
+    table = bigram_table({START: {END: 0.9, A: 0.1}, A: {END: 0.9, A: 0.1}})
+    cache = {"calls": tf.zeros([1], tf.int32)}
+    out = greedy_decode(bigram_logits_fn(table), cache, 1, max_length=5, min_length=5)
+    assert int(out.steps) == 5
+    np.testing.assert_array_equal(out.ids.numpy(), [[START, A, A, A, A, A]])
+
+
+def test_finished_sequence_emits_pad_while_others_continue():
+    # Row 0 starts from A (ends at once), row 1 from B (continues with C forever).
+    table = bigram_table({A: {END: 1.0}, B: {C: 1.0}, C: {C: 1.0}})
+    logits_fn = bigram_logits_fn(table)
+
+    def from_row_token(ids, step, cache):
+        first = tf.where(tf.equal(step, 0), tf.constant([A, B]), ids)
+        return logits_fn(first, step, cache)
+
+    cache = {"calls": tf.zeros([2], tf.int32)}
+    out = greedy_decode(from_row_token, cache, 2, max_length=4)
+    np.testing.assert_array_equal(out.ids.numpy(), [[START, END, 0, 0, 0], [START, C, C, C, C]])
+    np.testing.assert_array_equal(out.lengths.numpy(), [1, 4])
+    np.testing.assert_allclose(out.log_probs.numpy(), [0.0, 0.0], atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def model():
+    return tiny_model()
+
+
+def test_cached_greedy_equals_recompute_greedy(model):
+    cached = make_decode_fn(model, max_length=8)(SRC)
+    reference = make_decode_fn(model, max_length=8, recompute=True)(SRC)
+    np.testing.assert_array_equal(cached.ids.numpy(), reference.ids.numpy())
+    np.testing.assert_allclose(cached.log_probs.numpy(), reference.log_probs.numpy(), atol=1e-4)
+
+
+def test_cached_seam_logits_match_recompute_seam_logits(model):
+    src = tf.cast(SRC, tf.int32)
+    cached_fn, cached = model_logits_fn(model, src, 5)
+    recompute_fn, reference = recompute_logits_fn(model, src, 5)
+    for step, token in enumerate([START, 7, 8, 9]):
+        ids = tf.fill([3], token)
+        a, cached = cached_fn(ids, step, cached)
+        b, reference = recompute_fn(ids, step, reference)
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-4)
+
+
+def test_max_length_beyond_the_positional_table_is_refused(model):
+    with pytest.raises(ValueError, match="positional table"):
+        model_logits_fn(model, SRC, model.max_length + 1)

@@ -1,0 +1,133 @@
+"""Beam search with the GNMT length penalty over the `logits_fn(ids, step, cache)` seam.
+
+See `tf_transformer.decoding` for the seam and the conventions (START first, PAD after END,
+`lengths` count END). Candidates are ranked by the length-normalised score
+`log_probs / ((5 + length) / 6) ** alpha` (Wu et al. 2016, "Google's Neural Machine Translation
+System", eq. 14). A finished beam only continues with PAD at no cost, so it keeps its
+log-probability, its length and therefore its score, and competes with the live beams until the
+end; decoding stops when every beam of every sentence has finished or after `max_length` steps.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tensorflow as tf
+
+from tf_transformer.decoding import (
+    END_ID,
+    PAD_ID,
+    START_ID,
+    DecodeOutput,
+    LogitsFn,
+    next_token_log_probs,
+    trim,
+    write_column,
+)
+
+
+def length_penalty(lengths: tf.Tensor, alpha: float | tf.Tensor) -> tf.Tensor:
+    """GNMT length penalty `((5 + length) / 6) ** alpha` (float32, the shape of `lengths`)."""
+    return tf.pow((5.0 + tf.cast(lengths, tf.float32)) / 6.0, tf.cast(alpha, tf.float32))
+
+
+def tile_beams(cache: Any, beam_size: int) -> Any:
+    """Repeats every batch row `beam_size` times: `(batch, ...)` -> `(batch * beam, ...)`."""
+    return tf.nest.map_structure(lambda t: tf.repeat(t, beam_size, axis=0), cache)
+
+
+def gather_beams(cache: Any, parents: tf.Tensor) -> Any:
+    """Reorders a `(batch * beam, ...)` cache by `parents` int32 `(batch, beam)` (beam indices)."""
+    beam_size = tf.shape(parents)[1]
+    offsets = tf.range(tf.shape(parents)[0])[:, tf.newaxis] * beam_size
+    rows = tf.reshape(parents + offsets, [-1])  # (batch * beam,)
+    return tf.nest.map_structure(lambda t: tf.gather(t, rows), cache)
+
+
+def beam_search(
+    logits_fn: LogitsFn,
+    initial_cache: Any,
+    batch_size: int | tf.Tensor,
+    beam_size: int,
+    max_length: int,
+    alpha: float | tf.Tensor = 0.6,
+    start_id: int = START_ID,
+    end_id: int = END_ID,
+    *,
+    min_length: int = 0,
+    return_all_beams: bool = False,
+    trim_ids: bool = True,
+) -> DecodeOutput:
+    """Batched beam search.
+
+    Args:
+      logits_fn: the seam `(ids (batch * beam,), step, cache) -> (logits, cache)`.
+      initial_cache: the step-0 cache for `(batch, ...)`; it is tiled to `(batch * beam, ...)`
+        here and reordered by the surviving beams' parents at every step.
+      batch_size: number of sentences.
+      beam_size: beams per sentence (the vocabulary must have more than `beam_size` tokens).
+      max_length: most tokens generated per beam (END included).
+      alpha: length-penalty exponent; 0 ranks by the raw sum of log-probabilities.
+      start_id, end_id: the START and END ids.
+      min_length: END is banned until this many tokens have been generated.
+      return_all_beams: return every beam, `(batch, beam, ...)` sorted best first, instead of
+        the best one `(batch, ...)`.
+      trim_ids: trim the id buffer to the longest returned sequence (False inside XLA).
+
+    Returns:
+      A `DecodeOutput`; `scores` are the length-normalised scores the beams were ranked by.
+    """
+    width = max_length + 1
+    cache = tile_beams(initial_cache, beam_size)
+    ids = tf.fill([batch_size, beam_size, width], 0)
+    ids = write_column(ids, 0, tf.fill([batch_size, beam_size], start_id))
+    # Only beam 0 is live at the start, so the first step does not pick the same token k times.
+    first = tf.concat([[0.0], tf.fill([beam_size - 1], -float("inf"))], axis=0)
+    log_probs = tf.tile(first[tf.newaxis, :], [batch_size, 1])  # (batch, beam)
+    lengths = tf.zeros([batch_size, beam_size], tf.int32)
+    finished = tf.zeros([batch_size, beam_size], tf.bool)
+
+    def cond(step, ids, log_probs, lengths, finished, cache):
+        # A beam stuck at -inf (fewer valid candidates than beams) can never win: count it done.
+        done = finished | tf.math.is_inf(log_probs)
+        return (step < max_length) & ~tf.reduce_all(done)
+
+    def body(step, ids, log_probs, lengths, finished, cache):
+        flat_ids = tf.reshape(ids, [-1, width])  # (batch * beam, width)
+        logits, cache = logits_fn(tf.gather(flat_ids, step, axis=1), step, cache)
+        step_log_probs = next_token_log_probs(logits, step, min_length, end_id)
+        vocab = tf.shape(step_log_probs)[-1]
+        step_log_probs = tf.reshape(step_log_probs, [-1, beam_size, vocab])  # (batch, beam, V)
+        # A finished beam has one continuation, PAD, at no cost.
+        pad_only = tf.math.log(tf.one_hot(PAD_ID, vocab))  # (V,): 0 at PAD, -inf elsewhere
+        step_log_probs = tf.where(finished[..., tf.newaxis], pad_only, step_log_probs)
+        total = log_probs[..., tf.newaxis] + step_log_probs  # (batch, beam, V)
+        candidate_lengths = lengths + tf.cast(~finished, tf.int32)  # (batch, beam)
+        scores = total / length_penalty(candidate_lengths, alpha)[..., tf.newaxis]
+        _, best = tf.math.top_k(tf.reshape(scores, [-1, beam_size * vocab]), k=beam_size)
+        parents = best // vocab  # (batch, beam)
+        token = best % vocab
+        log_probs = tf.gather(tf.reshape(total, [-1, beam_size * vocab]), best, batch_dims=1)
+        parent_finished = tf.gather(finished, parents, batch_dims=1)
+        lengths = tf.gather(lengths, parents, batch_dims=1) + tf.cast(~parent_finished, tf.int32)
+        finished = parent_finished | tf.equal(token, end_id)
+        ids = write_column(tf.gather(ids, parents, batch_dims=1), step + 1, token)
+        cache = gather_beams(cache, parents)
+        return step + 1, ids, log_probs, lengths, finished, cache
+
+    steps, ids, log_probs, lengths, _, _ = tf.while_loop(
+        cond,
+        body,
+        (tf.constant(0), ids, log_probs, lengths, finished, cache),
+        maximum_iterations=max_length,
+    )
+    scores = log_probs / length_penalty(lengths, alpha)
+    # Sort best first (top_k already ranks by score; sorting again makes it explicit and stable).
+    scores, order = tf.math.top_k(scores, k=beam_size)
+    ids = tf.gather(ids, order, batch_dims=1)
+    log_probs = tf.gather(log_probs, order, batch_dims=1)
+    lengths = tf.gather(lengths, order, batch_dims=1)
+    if not return_all_beams:
+        ids, log_probs, scores, lengths = ids[:, 0], log_probs[:, 0], scores[:, 0], lengths[:, 0]
+    output = DecodeOutput(ids, log_probs, scores, lengths, steps)
+    return trim(output) if trim_ids else output
