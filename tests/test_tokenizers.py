@@ -108,7 +108,7 @@ def test_unknown_characters_map_to_unk(tokenizers):
 def test_tatoeba_dev_round_trip(tmp_path):
     if not (TATOEBA / "train.pt").is_file():
         pytest.skip("../shared/data/tatoeba_pt_en is absent")
-    train = load_dataset(TATOEBA, "train").take(3000)
+    train = load_dataset(TATOEBA, "train").take(1000)
     tok = build_tokenizers(train, vocab_size=1000, vocab_dir=tmp_path, learn_params=FAST_LEARN)
     dev = [(p.numpy().decode(), e.numpy().decode()) for p, e in load_dataset(TATOEBA, "dev")]
     for index, lang_tok in enumerate((tok.pt, tok.en)):

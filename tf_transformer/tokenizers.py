@@ -64,16 +64,19 @@ class LanguageTokenizer(tf.Module):
             raise ValueError(f"{vocab_path} does not start with {self._reserved_tokens}")
         self.vocab = tf.Variable(vocab, trainable=False)
 
-        # Trace every accepted input form now, so the SavedModel holds each of them.
+    def trace_for_export(self) -> None:
+        """Traces every accepted input form of `detokenize` and `lookup`.
+
+        ``tf.saved_model.save`` keeps only the traces a function without an input signature
+        already has; `Tokenizers.save` calls this so the SavedModel accepts dense int64/int32
+        and ragged int64 ids. Call it before saving another module that holds this tokenizer.
+        """
         for spec in (*_DENSE_IDS, _RAGGED_IDS):
             self.detokenize.get_concrete_function(spec)
+        for spec in (_DENSE_IDS[0], _RAGGED_IDS):
             self.lookup.get_concrete_function(spec)
-        self.tokenize.get_concrete_function()
-        self.get_vocab_size.get_concrete_function()
-        self.get_vocab_path.get_concrete_function()
-        self.get_reserved_tokens.get_concrete_function()
 
-    @tf.function(input_signature=[_STRINGS])
+    @tf.function(input_signature=[_STRINGS], autograph=False)
     def tokenize(self, strings: tf.Tensor) -> tf.RaggedTensor:
         """Strings `(batch,)` → ragged int64 ids `(batch, None)` with [START] … [END]."""
         ids = self.tokenizer.tokenize(normalize(strings))  # (batch, words, wordpieces)
@@ -83,7 +86,7 @@ class LanguageTokenizer(tf.Module):
         ends = tf.fill([batch, 1], tf.constant(END_ID, tf.int64))
         return tf.concat([starts, ids, ends], axis=1)
 
-    @tf.function
+    @tf.function(autograph=False)
     def detokenize(self, ids) -> tf.Tensor:
         """Ids `(batch, None)`, ragged or dense (PAD=0), int64 or int32 → strings `(batch,)`.
 
@@ -100,24 +103,24 @@ class LanguageTokenizer(tf.Module):
         words = self.tokenizer.detokenize(kept)  # (batch, words)
         return tf.strings.reduce_join(words, separator=" ", axis=-1)
 
-    @tf.function
+    @tf.function(autograph=False)
     def lookup(self, ids) -> tf.RaggedTensor:
-        """Ids `(batch, None)`, ragged or dense → ragged wordpiece strings `(batch, None)`."""
+        """Int64 ids `(batch, None)`, ragged or dense → ragged wordpiece strings `(batch, None)`."""
         if not isinstance(ids, tf.RaggedTensor):
             ids = tf.RaggedTensor.from_tensor(ids)
         return tf.gather(self.vocab, tf.cast(ids, tf.int64))
 
-    @tf.function(input_signature=[])
+    @tf.function(input_signature=[], autograph=False)
     def get_vocab_size(self) -> tf.Tensor:
         """The vocabulary size, reserved tokens included (int32 scalar)."""
         return tf.shape(self.vocab)[0]
 
-    @tf.function(input_signature=[])
+    @tf.function(input_signature=[], autograph=False)
     def get_vocab_path(self) -> tf.Tensor:
         """The vocabulary file (an asset: inside the SavedModel once saved)."""
         return self._vocab_path
 
-    @tf.function(input_signature=[])
+    @tf.function(input_signature=[], autograph=False)
     def get_reserved_tokens(self) -> tf.Tensor:
         """The reserved tokens, in id order."""
         return tf.constant(self._reserved_tokens)
@@ -139,6 +142,8 @@ class Tokenizers(tf.Module):
 
     def save(self, path: str | Path) -> None:
         """Writes a SavedModel that `load_tokenizers` (or plain ``tf.saved_model.load``) reads."""
+        self.pt.trace_for_export()
+        self.en.trace_for_export()
         tf.saved_model.save(self, str(path))
 
 

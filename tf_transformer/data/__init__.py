@@ -1,6 +1,7 @@
 """Parallel pt→en data: sources (TFDS, TED tarball, text files, sample) and the tf.data pipeline."""
 
 from tf_transformer.data.errors import DataFormatError, DatasetUnavailableError
+from tf_transformer.data.pipeline import make_batches, padded_batches, padding_fraction
 from tf_transformer.data.sources import canonical_split, load_dataset
 
 __all__ = [
@@ -8,4 +9,7 @@ __all__ = [
     "DatasetUnavailableError",
     "canonical_split",
     "load_dataset",
+    "make_batches",
+    "padded_batches",
+    "padding_fraction",
 ]
