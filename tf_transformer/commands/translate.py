@@ -1,0 +1,113 @@
+"""`tf-transformer translate RUN_DIR [SENTENCE ...]`: translate arguments or stdin lines."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "translate",
+        help="Translate Portuguese sentences with a trained run.",
+        description=(
+            "Translates each SENTENCE, or each line of stdin when none is given, and prints one "
+            "translation per line (an empty line for an empty input line)."
+        ),
+    )
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="The trained run directory.")
+    parser.add_argument("sentences", metavar="SENTENCE", nargs="*", help="Portuguese text.")
+    parser.add_argument(
+        "--beam-size", type=int, default=4, help="Beams per sentence; 1 = greedy (default: 4)."
+    )
+    parser.add_argument(
+        "--length-penalty",
+        type=float,
+        default=0.6,
+        help="GNMT length-penalty exponent alpha for beam search (default: 0.6).",
+    )
+    parser.add_argument(
+        "--max-length",
+        type=int,
+        default=None,
+        help="Most source tokens kept and most tokens generated (default: min(128, the model's)).",
+    )
+    parser.add_argument(
+        "--batch-size", type=int, default=32, help="Sentences per batch (default: 32)."
+    )
+    parser.add_argument(
+        "--checkpoint", default=None, help="A checkpoint prefix (default: the run's latest)."
+    )
+    parser.add_argument(
+        "--plot-attention",
+        metavar="PNG",
+        default=None,
+        help="Write the first sentence's cross-attention heads (last decoder layer) to PNG.",
+    )
+    parser.add_argument(
+        "--jit-compile", action="store_true", help="XLA-compile decoding (per input shape)."
+    )
+    parser.set_defaults(func=run)
+
+
+def _is_saved_model(path: Path) -> bool:
+    """An exported SavedModel, or a TF Serving base path of numbered versions."""
+    versions = (p for p in path.glob("*/saved_model.pb") if p.parent.name.isdigit())
+    return (path / "saved_model.pb").is_file() or any(versions)
+
+
+def read_sentences(args: argparse.Namespace) -> list[str | bytes]:
+    """The SENTENCE arguments, or stdin's lines as bytes (the Translator checks the UTF-8)."""
+    if args.sentences:
+        return list(args.sentences)
+    return [line.rstrip(b"\r") for line in sys.stdin.buffer.read().splitlines()]
+
+
+def run(args: argparse.Namespace) -> int:
+    from tf_transformer.run_dir import RunDir
+
+    # ValueError, not CLIError: under `python -m tf_transformer.cli` the module runs as __main__,
+    # whose CLIError is another class than tf_transformer.cli.CLIError; both end as exit 2.
+
+    root = Path(args.run_dir)
+    if _is_saved_model(root):
+        # Hook for the export issue: load with tf.saved_model.load and call its signature.
+        raise ValueError(
+            f"{root} is an exported SavedModel; translating from a SavedModel is not supported "
+            "yet: pass the run directory it was exported from."
+        )
+    if not root.is_dir():
+        raise FileNotFoundError(f"Run directory {root} does not exist.")
+    if args.beam_size < 1 or args.batch_size < 1:
+        raise ValueError("--beam-size and --batch-size must be at least 1.")
+    run_dir = RunDir(root)
+    run_dir.read_config()  # a clear error before TensorFlow loads anything
+
+    from tf_transformer.translator import Translator
+
+    translator = Translator(
+        run_dir.load_tokenizers(),
+        run_dir.load_model(args.checkpoint),
+        max_length=args.max_length,
+        beam_size=args.beam_size,
+        alpha=args.length_penalty,
+        jit_compile=args.jit_compile,
+    )
+    sentences = read_sentences(args)
+    for start in range(0, len(sentences), args.batch_size):
+        for text in translator.translate_batch(sentences[start : start + args.batch_size]):
+            sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    if args.plot_attention and sentences:
+        import matplotlib.pyplot as plt
+
+        from tf_transformer.plots import plot_attention_heads
+
+        result = translator.translate(sentences[:1], return_attention=True)
+        figure = plot_attention_heads(
+            result["attention"], result["src_tokens"], result["tgt_tokens"], args.plot_attention
+        )
+        plt.close(figure)
+        print(f"Wrote {args.plot_attention}", file=sys.stderr)
+    return 0
