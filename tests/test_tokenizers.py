@@ -47,7 +47,9 @@ def _bert_spacing(text):
         return ascii_punct or unicodedata.category(char).startswith("P")
 
     spaced = "".join(f" {c} " if is_punct(c) else c for c in unicodedata.normalize("NFC", text))
-    return re.sub(r"\s+", " ", spaced.lower()).strip()
+    spaced = re.sub(r"\s+", " ", spaced.lower()).strip()
+    # detokenize glues English contractions back: "don ' t" -> "don't".
+    return re.sub(r"([^\W\d_]) ' (s|t|re|ve|ll|d|m)\b", r"\1'\2", spaced)
 
 
 def test_reserved_ids_and_vocab_files(tokenizers):
@@ -80,6 +82,13 @@ def test_lower_cases_keeps_accents_and_spaces_punctuation(tokenizers):
     assert _texts(tokenizers.pt.detokenize(ids)) == ["as crianças não estavam no parque ?"]
     tokens = _texts(tokenizers.pt.lookup(ids).flat_values)
     assert tokens[0] == "[START]" and tokens[-1] == "[END]"
+
+
+def test_apostrophes_between_letters_are_glued_back(tokenizers):
+    ids = tokenizers.en.tokenize(tf.constant(["I don't know the boy 's car ' here we'll see"]))
+    assert _texts(tokenizers.en.detokenize(ids)) == [
+        "i don't know the boy's car ' here , we'll see"
+    ]
 
 
 def test_dense_padded_ids_detokenize_like_ragged(tokenizers):

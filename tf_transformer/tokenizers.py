@@ -101,7 +101,9 @@ class LanguageTokenizer(tf.Module):
         keep = (ids != PAD_ID) & (ids != START_ID) & (ids != END_ID) & ~after_end
         kept = tf.ragged.boolean_mask(ids, keep)
         words = self.tokenizer.detokenize(kept)  # (batch, words)
-        return tf.strings.reduce_join(words, separator=" ", axis=-1)
+        text = tf.strings.reduce_join(words, separator=" ", axis=-1)
+        # WordPiece splits apostrophes off ("don ' t"); glue English contractions back.
+        return tf.strings.regex_replace(text, r"(\pL) ' (s|t|re|ve|ll|d|m)\b", r"\1'\2")
 
     @tf.function(autograph=False)
     def lookup(self, ids) -> tf.RaggedTensor:
