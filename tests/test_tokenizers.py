@@ -86,9 +86,7 @@ def test_lower_cases_keeps_accents_and_spaces_punctuation(tokenizers):
 
 def test_apostrophes_between_letters_are_glued_back(tokenizers):
     ids = tokenizers.en.tokenize(tf.constant(["I don't know the boy 's car ' here we'll see"]))
-    assert _texts(tokenizers.en.detokenize(ids)) == [
-        "i don't know the boy's car ' here , we'll see"
-    ]
+    assert _texts(tokenizers.en.detokenize(ids)) == ["i don't know the boy's car ' here we'll see"]
 
 
 def test_dense_padded_ids_detokenize_like_ragged(tokenizers):
