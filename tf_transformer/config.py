@@ -94,3 +94,101 @@ def get_preset(name: str) -> ModelConfig:
         return PRESETS[name]
     except KeyError:
         raise ValueError(f"Unknown preset {name!r}; choose one of {', '.join(PRESETS)}.") from None
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """Training settings: optimizer and schedule (paper §5.3–5.4), data, run-time options."""
+
+    epochs: int = 20  # passes over the training data (ignored once max_steps is reached)
+    max_steps: int | None = None  # stop after this many optimizer steps (None: epochs decide)
+    warmup_steps: int = 4000  # linear warm-up of the learning-rate schedule
+    lr_scale: float = 1.0  # constant factor on the paper's schedule
+    beta_1: float = 0.9  # Adam β1
+    beta_2: float = 0.98  # Adam β2
+    epsilon: float = 1e-9  # Adam ε
+    label_smoothing: float = 0.1  # ε_ls
+    max_length: int = 128  # tokens kept per sentence (the tutorial's MAX_TOKENS)
+    vocab_size: int = 8000  # target size of each WordPiece vocabulary
+    token_budget: int = 4096  # tokens per batch (source or target side, padding included)
+    shuffle_buffer: int = 20000  # sentence pairs shuffled per epoch
+    seed: int = 0  # weights, dropout and the per-epoch shuffle order
+    checkpoint_every: int = 500  # steps between checkpoints (and one at each epoch end)
+    keep_checkpoints: int = 5  # checkpoints kept by the CheckpointManager
+    average_last: int = 0  # average the last N checkpoints at the end (0: off)
+    log_every: int = 50  # steps between TensorBoard scalars
+    mixed_precision: str | None = None  # None, "float16" or "bfloat16"
+    strategy: str = "default"  # "default", "mirrored" or "multiworker"
+
+    def __post_init__(self) -> None:
+        for name in ("epochs", "warmup_steps", "max_length", "vocab_size", "token_budget"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}.")
+        for name in ("checkpoint_every", "keep_checkpoints", "log_every", "shuffle_buffer"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}.")
+        if self.max_steps is not None and self.max_steps < 1:
+            raise ValueError(f"max_steps must be positive, got {self.max_steps}.")
+        if self.average_last < 0:
+            raise ValueError(f"average_last must be >= 0, got {self.average_last}.")
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise ValueError(f"label_smoothing must be in [0, 1), got {self.label_smoothing}.")
+        if self.mixed_precision not in (None, "float16", "bfloat16"):
+            raise ValueError(
+                f"mixed_precision must be None, 'float16' or 'bfloat16', got "
+                f"{self.mixed_precision!r}."
+            )
+        if self.strategy not in ("default", "mirrored", "multiworker"):
+            raise ValueError(
+                f"strategy must be 'default', 'mirrored' or 'multiworker', got {self.strategy!r}."
+            )
+
+    def replace(self, **changes: Any) -> TrainConfig:
+        """Returns a copy with `changes` applied (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> TrainConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"Unknown TrainConfig fields: {unknown}. Known: {sorted(known)}.")
+        return cls(**values)
+
+
+# Training presets, paired by name with the model presets.
+TRAIN_PRESETS: dict[str, TrainConfig] = {
+    "tiny": TrainConfig(
+        epochs=1,
+        warmup_steps=100,
+        label_smoothing=0.0,
+        max_length=64,
+        vocab_size=2000,
+        token_budget=1024,
+        checkpoint_every=100,
+        log_every=10,
+    ),
+    "small": TrainConfig(
+        epochs=5,
+        warmup_steps=1000,
+        max_length=64,
+        vocab_size=4000,
+        token_budget=4096,
+        checkpoint_every=250,
+    ),
+    "tutorial": TrainConfig(epochs=20, warmup_steps=4000, max_length=128, token_budget=4096),
+    "base": TrainConfig(epochs=20, warmup_steps=4000, max_length=256, token_budget=25000),
+}
+
+
+def get_train_preset(name: str) -> TrainConfig:
+    """Returns the named training preset; raises ValueError naming the valid presets."""
+    try:
+        return TRAIN_PRESETS[name]
+    except KeyError:
+        raise ValueError(
+            f"Unknown preset {name!r}; choose one of {', '.join(TRAIN_PRESETS)}."
+        ) from None

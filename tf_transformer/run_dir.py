@@ -6,6 +6,7 @@ Layout::
       config.json     {"model": ModelConfig fields, "train": training settings, "data": ...}
       tokenizers/     the Tokenizers SavedModel
       checkpoints/    tf.train.CheckpointManager files (model, optimizer, step, data position)
+        averaged/     the average of the last N checkpoints (model only), when asked for
       logs/           TensorBoard event files
 """
 
@@ -39,6 +40,10 @@ class RunDir:
         return self.root / "checkpoints"
 
     @property
+    def averaged_path(self) -> Path:
+        return self.checkpoints_path / "averaged"
+
+    @property
     def logs_path(self) -> Path:
         return self.root / "logs"
 
@@ -64,6 +69,22 @@ class RunDir:
     def model_config(self) -> ModelConfig:
         return ModelConfig.from_dict(self.read_config()["model"])
 
+    def train_config(self):
+        """The run's `TrainConfig` (defaults when config.json has no "train" entry)."""
+        from tf_transformer.config import TrainConfig
+
+        return TrainConfig.from_dict(self.read_config().get("train", {}))
+
+    def latest_checkpoint(self, which: str | None = None) -> str | None:
+        """A checkpoint prefix: the latest training one, or `which="averaged"`, or a path."""
+        import tensorflow as tf
+
+        if which is None or which == "latest":
+            return tf.train.latest_checkpoint(str(self.checkpoints_path))
+        if which == "averaged":
+            return tf.train.latest_checkpoint(str(self.averaged_path))
+        return which
+
     def load_tokenizers(self):
         from tf_transformer.tokenizers import load_tokenizers
 
@@ -72,15 +93,23 @@ class RunDir:
         return load_tokenizers(str(self.tokenizers_path))
 
     def load_model(self, checkpoint: str | None = None):
-        """The Transformer with the latest (or the given) checkpoint's weights."""
-        import tensorflow as tf
+        """The Transformer with the weights of `checkpoint`.
+
+        Args:
+          checkpoint: None or "latest" (the last training checkpoint), "averaged" (written by
+            `--average-last N`), or a checkpoint prefix.
+        """
 
         from tf_transformer.model import Transformer
 
         model = Transformer.from_config(self.model_config())
         model.build()
-        path = checkpoint or tf.train.latest_checkpoint(str(self.checkpoints_path))
+        path = self.latest_checkpoint(checkpoint)
         if path is None:
-            raise FileNotFoundError(f"No checkpoint in {self.checkpoints_path}.")
-        tf.train.Checkpoint(model=model).restore(path).expect_partial()
+            where = self.averaged_path if checkpoint == "averaged" else self.checkpoints_path
+            raise FileNotFoundError(f"No checkpoint in {where}.")
+        from tf_transformer.checkpoints import model_checkpoint
+
+        status = model_checkpoint(model).restore(path).expect_partial()
+        status.assert_existing_objects_matched()
         return model

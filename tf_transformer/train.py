@@ -1,0 +1,319 @@
+"""The custom training loop: checkpoints with data position, resume, stop on signal, logging."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import tensorflow as tf
+from tqdm.auto import tqdm
+
+from tf_transformer.checkpoints import (
+    StopSignal,
+    TrainState,
+    average_checkpoints,
+    make_checkpoint_manager,
+)
+from tf_transformer.config import ModelConfig, TrainConfig
+from tf_transformer.distribute import build_model, get_strategy
+from tf_transformer.run_dir import RunDir
+from tf_transformer.schedule import make_optimizer
+from tf_transformer.summaries import write_scalar
+from tf_transformer.train_step import TrainStep
+
+# A dataset of batches, or a function of the epoch returning that epoch's batches (the
+# deterministic way to reshuffle: a resumed run rebuilds epoch k's order exactly).
+Batches = tf.data.Dataset | Callable[[int], tf.data.Dataset]
+
+
+class NonFiniteLossError(FloatingPointError):
+    """The loss became NaN or infinite; the run stopped without saving that state."""
+
+
+@dataclasses.dataclass
+class TrainResult:
+    """What `train` did.
+
+    Attributes:
+      model: the trained model.
+      step: optimizer steps taken in total (across resumes).
+      epoch: completed epochs.
+      stopped_by: "SIGINT"/"SIGTERM" when a signal stopped the run, "max_steps", or None
+        when all epochs ran.
+      checkpoint: the last checkpoint written (or restored).
+      averaged_checkpoint: the averaged checkpoint, when `average_last` asked for one.
+      history: one dict per epoch finished in this call (loss, accuracy, val_loss, ...).
+    """
+
+    model: tf.keras.Model
+    step: int
+    epoch: int
+    stopped_by: str | None
+    checkpoint: str | None
+    averaged_checkpoint: str | None = None
+    history: list[dict] = dataclasses.field(default_factory=list)
+
+
+def epoch_batches(pairs_ds: tf.data.Dataset, tokenizers, train_config: TrainConfig) -> Callable:
+    """A function `epoch -> batches` shuffled with the seed `train_config.seed + epoch`.
+
+    Args:
+      pairs_ds: `(pt, en)` string pairs, e.g. `load_dataset("sample", "train")`.
+      tokenizers: a `Tokenizers` with `.pt` and `.en`.
+      train_config: supplies max_length, token_budget, shuffle_buffer and seed.
+    """
+    from tf_transformer.data.pipeline import make_batches
+
+    def batches(epoch: int) -> tf.data.Dataset:
+        return make_batches(
+            pairs_ds,
+            tokenizers,
+            max_length=train_config.max_length,
+            token_budget=train_config.token_budget,
+            shuffle_buffer=train_config.shuffle_buffer,
+            seed=train_config.seed + epoch,
+            cache=False,  # a fresh pipeline per epoch: its first pass is its only pass
+        )
+
+    return batches
+
+
+def _as_int64(inputs, tgt_out):
+    src, tgt_in = inputs
+    return (tf.cast(src, tf.int64), tf.cast(tgt_in, tf.int64)), tf.cast(tgt_out, tf.int64)
+
+
+def write_run_config(run: RunDir, model_config: ModelConfig, train_config: TrainConfig) -> None:
+    """Records the configs in config.json; refuses a run trained with another model."""
+    config = run.read_config() if run.exists() else {}
+    previous = config.get("model")
+    changed = previous is not None and ModelConfig.from_dict(previous) != model_config
+    if changed and tf.train.latest_checkpoint(str(run.checkpoints_path)):
+        raise ValueError(
+            f"{run.root} holds checkpoints of another model configuration; use a new "
+            "--run-dir or --overwrite."
+        )
+    config.update(model=model_config.to_dict(), train=train_config.to_dict())
+    config.setdefault("data", {})
+    run.write_config(config)
+
+
+def train(
+    run_dir: str | Path | RunDir,
+    model_config: ModelConfig,
+    train_config: TrainConfig,
+    train_ds: Batches,
+    val_ds: tf.data.Dataset | None = None,
+    *,
+    strategy: tf.distribute.Strategy | None = None,
+    progress: bool = True,
+    on_step: Callable[[int, dict], None] | None = None,
+) -> TrainResult:
+    """Trains (or resumes training) a Transformer in `run_dir` with the custom loop.
+
+    Resumes from the latest checkpoint in `run_dir/checkpoints/`: model, optimizer, step,
+    epoch and the number of batches of that epoch already seen, which are skipped. With
+    dropout 0 and `train_ds` a function of the epoch (see `epoch_batches`), an interrupted
+    and resumed run ends with the same weights as an uninterrupted one.
+
+    Checkpoints every `checkpoint_every` steps, at each epoch end and when stopping. SIGINT or
+    SIGTERM finishes the current step, saves and returns (`stopped_by` names the signal).
+    TensorBoard scalars go to `logs/train` and `logs/validation`.
+
+    Args:
+      run_dir: the run directory (config.json is written or updated there).
+      model_config: the model, with the real vocabulary sizes.
+      train_config: optimizer, schedule and loop settings.
+      train_ds: batches `((src, tgt_in), tgt_out)`, or `epoch -> batches`.
+      val_ds: validation batches, evaluated at each epoch end.
+      strategy: overrides `train_config.strategy`.
+      progress: show tqdm progress bars.
+      on_step: called after every step with `(step, {"loss", "accuracy", "tokens"})`.
+
+    Returns:
+      A `TrainResult`.
+
+    Raises:
+      NonFiniteLossError: the loss became NaN/inf (the last good checkpoint is kept).
+      ValueError: `run_dir` holds checkpoints of a different model configuration.
+    """
+    run = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
+    write_run_config(run, model_config, train_config)
+    tf.keras.utils.set_random_seed(train_config.seed)
+    strategy = strategy or get_strategy(train_config.strategy)
+    with strategy.scope():
+        model = build_model(model_config, train_config.mixed_precision)
+        optimizer = make_optimizer(model_config.d_model, train_config)
+        optimizer.build(model.trainable_variables)
+        state = TrainState()
+    manager = make_checkpoint_manager(
+        run.checkpoints_path,
+        model=model,
+        optimizer=optimizer,
+        state=state,
+        max_to_keep=max(train_config.keep_checkpoints, train_config.average_last),
+    )
+    if manager.latest_checkpoint:
+        manager.checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+    steps = TrainStep(
+        model, optimizer, label_smoothing=train_config.label_smoothing, strategy=strategy
+    )
+    loop = _Loop(run, train_config, steps, state, manager, progress, on_step)
+    with StopSignal() as stop:
+        result = loop.run(train_ds, val_ds, stop)
+    if result.stopped_by in (None, "max_steps") and train_config.average_last > 1:
+        last = manager.checkpoints[-train_config.average_last :]
+        result.averaged_checkpoint = average_checkpoints(
+            last,
+            lambda: build_model(model_config),
+            run.averaged_path,
+        )
+    return result
+
+
+class _Loop:
+    """The epoch/step loop of `train`, with its logging and checkpointing."""
+
+    def __init__(self, run, train_config, steps, state, manager, progress, on_step):
+        self.config = train_config
+        self.steps = steps
+        self.state = state
+        self.manager = manager
+        self.progress = progress
+        self.on_step = on_step
+        self.train_writer = tf.summary.create_file_writer(str(run.logs_path / "train"))
+        self.val_writer = tf.summary.create_file_writer(str(run.logs_path / "validation"))
+        self.last_checkpoint = manager.latest_checkpoint
+
+    @property
+    def step(self) -> int:
+        return int(self.state.step.numpy())
+
+    def save(self) -> None:
+        self.last_checkpoint = self.manager.save(checkpoint_number=self.state.step)
+
+    def done(self) -> bool:
+        max_steps = self.config.max_steps
+        return max_steps is not None and self.step >= max_steps
+
+    def run(self, train_ds: Batches, val_ds, stop: StopSignal) -> TrainResult:
+        history = []
+        stopped_by = "max_steps" if self.done() else None
+        while stopped_by is None and int(self.state.epoch.numpy()) < self.config.epochs:
+            stopped_by = self.run_epoch(train_ds, stop)
+            if stopped_by is None:
+                history.append(self.end_epoch(val_ds))
+        return TrainResult(
+            model=self.steps.model,
+            step=self.step,
+            epoch=int(self.state.epoch.numpy()),
+            stopped_by=stopped_by,
+            checkpoint=self.last_checkpoint,
+            history=history,
+        )
+
+    def run_epoch(self, train_ds: Batches, stop: StopSignal) -> str | None:
+        """Trains the rest of the current epoch; returns why it stopped early, or None."""
+        epoch = int(self.state.epoch.numpy())
+        position = int(self.state.position.numpy())
+        dataset = train_ds(epoch) if callable(train_ds) else train_ds
+        dataset = dataset.map(_as_int64).skip(position)
+        bar = tqdm(
+            desc=f"epoch {epoch + 1}/{self.config.epochs}",
+            initial=position,
+            unit="batch",
+            disable=not self.progress,
+            dynamic_ncols=True,
+        )
+        totals = _Totals()
+        interval = _Totals()
+        try:
+            for batch in self.steps.distribute(dataset):
+                sums = {key: float(value) for key, value in self.steps.train_step(batch).items()}
+                if not math.isfinite(sums["loss_sum"]):
+                    raise NonFiniteLossError(
+                        f"the loss became {sums['loss_sum']} at step {self.step + 1} (epoch "
+                        f"{epoch + 1}); stopped without saving. The last good checkpoint is "
+                        f"{self.last_checkpoint}. Lower the learning rate (--warmup-steps) "
+                        "or train in float32."
+                    )
+                self.state.step.assign_add(1)
+                self.state.position.assign_add(1)
+                totals.add(sums)
+                interval.add(sums)
+                bar.update(1)
+                bar.set_postfix(totals.postfix(), refresh=False)
+                if self.on_step is not None:
+                    self.on_step(self.step, _Totals.of(sums))
+                if self.step % self.config.log_every == 0:
+                    self.log_train(interval)
+                    interval = _Totals()
+                if stop.requested or self.done():
+                    self.save()
+                    return stop.requested or "max_steps"
+                if self.step % self.config.checkpoint_every == 0:
+                    self.save()
+        finally:
+            bar.close()
+        return stop.requested
+
+    def end_epoch(self, val_ds) -> dict:
+        self.state.epoch.assign_add(1)
+        self.state.position.assign(0)
+        self.save()
+        record = {"epoch": int(self.state.epoch.numpy()), "step": self.step}
+        if val_ds is not None:
+            metrics = self.steps.evaluate(val_ds.map(_as_int64))
+            with self.val_writer.as_default():
+                for name, value in metrics.items():
+                    write_scalar(name, value, self.step)
+            record.update({f"val_{name}": value for name, value in metrics.items()})
+            if self.progress:
+                tqdm.write(
+                    f"epoch {record['epoch']}: val_loss {metrics['loss']:.4f} "
+                    f"val_accuracy {metrics['accuracy']:.4f}"
+                )
+        return record
+
+    def log_train(self, interval: _Totals) -> None:
+        learning_rate = self.steps.optimizer.learning_rate
+        with self.train_writer.as_default():
+            for name, value in _Totals.of(interval.sums).items():
+                write_scalar(name, value, self.step)
+            write_scalar("learning_rate", float(learning_rate), self.step)
+            write_scalar("tokens_per_second", interval.tokens_per_second(), self.step)
+
+
+class _Totals:
+    """Running sums of step outputs over an interval, with its wall time."""
+
+    def __init__(self):
+        self.sums = {"loss_sum": 0.0, "correct": 0.0, "tokens": 0.0}
+        self.start = time.perf_counter()
+
+    def add(self, sums: dict) -> None:
+        for key in self.sums:
+            self.sums[key] += sums[key]
+
+    @staticmethod
+    def of(sums: dict) -> dict:
+        tokens = max(sums["tokens"], 1.0)
+        return {
+            "loss": sums["loss_sum"] / tokens,
+            "accuracy": sums["correct"] / tokens,
+            "tokens": sums["tokens"],
+        }
+
+    def tokens_per_second(self) -> float:
+        return self.sums["tokens"] / max(time.perf_counter() - self.start, 1e-9)
+
+    def postfix(self) -> dict:
+        means = self.of(self.sums)
+        return {
+            "loss": f"{means['loss']:.3f}",
+            "acc": f"{means['accuracy']:.3f}",
+            "tok/s": f"{self.tokens_per_second():.0f}",
+        }
