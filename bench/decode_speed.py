@@ -1,0 +1,133 @@
+"""Decoding speed: our cached greedy / beam search against the tutorial's recompute decoder.
+
+Run from the repository root::
+
+    .venv/bin/python bench/decode_speed.py [--repeats 5] [--sentences 3] [--jit-compile auto]
+
+Both decoders get the same source sentences (random ids, the tutorial preset: vocab 7765/7010,
+random weights: speed does not depend on training) in the same process, at batch 1, and generate
+exactly N tokens (ours bans END until N, the baseline has no END stop). Calls alternate A B A B;
+the figures are medians of per-pair ratios, as ../shared/bench/README.md asks. The last line is
+machine-readable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO.parent / "shared" / "bench"))
+
+import numpy as np
+import tensorflow as tf
+
+from tf_transformer.config import get_preset
+from tf_transformer.decoding import make_decode_fn
+from tf_transformer.model import Transformer
+
+
+def timed(fn, src) -> float:
+    start = time.perf_counter()
+    out = fn(src)
+    tf.nest.map_structure(lambda t: t.numpy(), out)  # wait for the result
+    return time.perf_counter() - start
+
+
+def interleaved(a, b, sources, repeats: int) -> tuple[list[float], list[float]]:
+    """Times `a` and `b` alternately on every source; returns both lists of seconds."""
+    times_a, times_b = [], []
+    for _ in range(repeats):
+        for src in sources:
+            times_a.append(timed(a, src))
+            times_b.append(timed(b, src))
+    return times_a, times_b
+
+
+def median_ratio(numerators: list[float], denominators: list[float]) -> float:
+    return statistics.median(n / d for n, d in zip(numerators, denominators, strict=True))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--sentences", type=int, default=3)
+    parser.add_argument("--lengths", type=int, nargs="+", default=[40, 128])
+    parser.add_argument(
+        "--jit-compile",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="XLA for our decoder; auto measures both at the first length and keeps the faster.",
+    )
+    args = parser.parse_args()
+    started = time.perf_counter()
+
+    import baseline  # ../shared/bench/baseline.py
+
+    tf.keras.utils.set_random_seed(0)
+    config = get_preset("tutorial")
+    model = Transformer.from_config(config)
+    model.build()
+    reference = baseline.BaselineTransformer()
+    rng = np.random.default_rng(0)
+    sources = []
+    for _ in range(args.sentences):
+        body = rng.integers(4, config.input_vocab_size, size=20)
+        sources.append(tf.constant([[2, *body, 3]], tf.int64))  # batch 1, 22 tokens
+    reference((sources[0], sources[0][:, :1]))  # build
+    print(f"tutorial preset, batch 1, {args.sentences} sentences x {args.repeats} repeats")
+
+    jit_options = {"auto": [False, True], "on": [True], "off": [False]}[args.jit_compile]
+    ratios = {}
+    chosen_jit = {}
+    for n in args.lengths:
+        theirs = baseline.greedy_decode_recompute(reference, sources[0], steps=n)
+        timed(theirs, sources[0])  # trace
+        best = None
+        for jit in jit_options:
+            ours = make_decode_fn(model, max_length=n, min_length=n, jit_compile=jit)
+            for src in sources:
+                timed(ours, src)  # trace / compile per shape
+            out = ours(sources[0])
+            assert out.ids.shape == (1, n + 1), out.ids.shape  # exactly n generated tokens
+            t_ours, t_theirs = interleaved(ours, theirs, sources, args.repeats)
+            ratio = median_ratio(t_theirs, t_ours)
+            print(
+                f"greedy {n:4d} tokens  xla={jit!s:5}: ours {n / statistics.median(t_ours):8.0f} "
+                f"tok/s, baseline {n / statistics.median(t_theirs):6.0f} tok/s, "
+                f"speed-up {ratio:5.1f}x"
+            )
+            if best is None or ratio > best[0]:
+                best = (ratio, jit, ours)
+        ratios[f"greedy_{n}"], chosen_jit[n], greedy = best
+        jit_options = [chosen_jit[n]]
+        beam = make_decode_fn(
+            model, max_length=n, min_length=n, beam_size=4, alpha=0.6, jit_compile=chosen_jit[n]
+        )
+        for src in sources:
+            timed(beam, src)
+        t_beam, t_greedy = interleaved(beam, greedy, sources, args.repeats)
+        ratios[f"beam4_vs_greedy_{n}"] = median_ratio(t_beam, t_greedy)
+        print(
+            f"beam 4 {n:4d} tokens  xla={chosen_jit[n]!s:5}: "
+            f"{statistics.median(t_beam) * 1000:7.1f} ms vs greedy "
+            f"{statistics.median(t_greedy) * 1000:7.1f} ms, "
+            f"{ratios[f'beam4_vs_greedy_{n}']:4.2f}x"
+        )
+    first = args.lengths[0]
+    fields = [f"greedy_{n}={ratios[f'greedy_{n}']:.1f}" for n in args.lengths]
+    fields.append(f"beam4_vs_greedy={ratios[f'beam4_vs_greedy_{first}']:.2f}")
+    fields += [f"beam4_vs_greedy_{n}={ratios[f'beam4_vs_greedy_{n}']:.2f}" for n in args.lengths]
+    print(f"({time.perf_counter() - started:.0f} s; load average {os.getloadavg()[0]:.1f})")
+    print("ratios: " + " ".join(fields))
+
+
+if __name__ == "__main__":
+    main()
