@@ -102,6 +102,7 @@ class TrainConfig:
 
     epochs: int = 20  # passes over the training data (ignored once max_steps is reached)
     max_steps: int | None = None  # stop after this many optimizer steps (None: epochs decide)
+    max_minutes: float | None = None  # wall-clock budget of one `train` call (None: no limit)
     warmup_steps: int = 4000  # linear warm-up of the learning-rate schedule
     lr_scale: float = 1.0  # constant factor on the paper's schedule
     beta_1: float = 0.9  # Adam β1
@@ -129,6 +130,8 @@ class TrainConfig:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}.")
         if self.max_steps is not None and self.max_steps < 1:
             raise ValueError(f"max_steps must be positive, got {self.max_steps}.")
+        if self.max_minutes is not None and not self.max_minutes > 0:
+            raise ValueError(f"max_minutes must be positive, got {self.max_minutes}.")
         if self.average_last < 0:
             raise ValueError(f"average_last must be >= 0, got {self.average_last}.")
         if not 0.0 <= self.label_smoothing < 1.0:

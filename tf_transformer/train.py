@@ -41,8 +41,8 @@ class TrainResult:
       model: the trained model.
       step: optimizer steps taken in total (across resumes).
       epoch: completed epochs.
-      stopped_by: "SIGINT"/"SIGTERM" when a signal stopped the run, "max_steps", or None
-        when all epochs ran.
+      stopped_by: "SIGINT"/"SIGTERM" when a signal stopped the run, "max_steps",
+        "max_minutes" (the wall-clock budget), or None when all epochs ran.
       checkpoint: the last checkpoint written (or restored).
       averaged_checkpoint: the averaged checkpoint, when `average_last` asked for one.
       history: one dict per epoch finished in this call (loss, accuracy, val_loss, ...).
@@ -121,6 +121,9 @@ def train(
 
     Checkpoints every `checkpoint_every` steps, at each epoch end and when stopping. SIGINT or
     SIGTERM finishes the current step, saves and returns (`stopped_by` names the signal).
+    `max_minutes` bounds the wall time of this call (model building and tracing included):
+    the step that crosses it is the last; the loop saves and returns with
+    `stopped_by="max_minutes"` (a resumed call gets a fresh budget).
     TensorBoard scalars go to `logs/train` and `logs/validation`.
 
     Args:
@@ -140,6 +143,7 @@ def train(
       NonFiniteLossError: the loss became NaN/inf (the last good checkpoint is kept).
       ValueError: `run_dir` holds checkpoints of a different model configuration.
     """
+    started = time.monotonic()
     run = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
     write_run_config(run, model_config, train_config)
     tf.keras.utils.set_random_seed(train_config.seed)
@@ -161,10 +165,10 @@ def train(
     steps = TrainStep(
         model, optimizer, label_smoothing=train_config.label_smoothing, strategy=strategy
     )
-    loop = _Loop(run, train_config, steps, state, manager, progress, on_step)
+    loop = _Loop(run, train_config, steps, state, manager, progress, on_step, started)
     with StopSignal() as stop:
         result = loop.run(train_ds, val_ds, stop)
-    if result.stopped_by in (None, "max_steps") and train_config.average_last > 1:
+    if result.stopped_by in (None, "max_steps", "max_minutes") and train_config.average_last > 1:
         last = manager.checkpoints[-train_config.average_last :]
         result.averaged_checkpoint = average_checkpoints(
             last,
@@ -177,8 +181,10 @@ def train(
 class _Loop:
     """The epoch/step loop of `train`, with its logging and checkpointing."""
 
-    def __init__(self, run, train_config, steps, state, manager, progress, on_step):
+    def __init__(self, run, train_config, steps, state, manager, progress, on_step, started):
         self.config = train_config
+        minutes = train_config.max_minutes
+        self.deadline = None if minutes is None else started + 60.0 * minutes
         self.steps = steps
         self.state = state
         self.manager = manager
@@ -198,6 +204,9 @@ class _Loop:
     def done(self) -> bool:
         max_steps = self.config.max_steps
         return max_steps is not None and self.step >= max_steps
+
+    def out_of_time(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
 
     def run(self, train_ds: Batches, val_ds, stop: StopSignal) -> TrainResult:
         history = []
@@ -251,9 +260,9 @@ class _Loop:
                 if self.step % self.config.log_every == 0:
                     self.log_train(interval)
                     interval = _Totals()
-                if stop.requested or self.done():
+                if stop.requested or self.done() or self.out_of_time():
                     self.save()
-                    return stop.requested or "max_steps"
+                    return stop.requested or ("max_steps" if self.done() else "max_minutes")
                 if self.step % self.config.checkpoint_every == 0:
                     self.save()
         finally:

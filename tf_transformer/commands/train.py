@@ -17,6 +17,7 @@ TRAIN_FLAGS = (
     "token_budget",
     "epochs",
     "max_steps",
+    "max_minutes",
     "seed",
     "average_last",
     "strategy",
@@ -24,13 +25,27 @@ TRAIN_FLAGS = (
     "checkpoint_every",
 )
 # What a resumed run may change; everything else comes from its config.json.
-RESUME_FLAGS = ("epochs", "max_steps", "average_last", "checkpoint_every", "strategy")
+RESUME_FLAGS = (
+    "epochs",
+    "max_steps",
+    "max_minutes",
+    "average_last",
+    "checkpoint_every",
+    "strategy",
+)
 
 
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {value}")
     return value
 
 
@@ -61,6 +76,12 @@ def register(subparsers) -> None:
     loop = parser.add_argument_group("training")
     loop.add_argument("--epochs", type=_positive, default=None)
     loop.add_argument("--max-steps", type=_positive, default=None)
+    loop.add_argument(
+        "--max-minutes",
+        type=_positive_float,
+        default=None,
+        help="Wall-clock budget: save, average and stop once reached (per call).",
+    )
     loop.add_argument("--checkpoint-every", type=_positive, default=None)
     loop.add_argument("--run-dir", default=None, help="Default: runs/PRESET.")
     loop.add_argument("--resume", action="store_true", help="Continue the run in --run-dir.")
