@@ -23,7 +23,7 @@ DEMO_MODEL = ModelConfig(
 )
 DEMO_TRAIN = TrainConfig(
     epochs=100,
-    max_steps=2000,
+    max_steps=800,
     warmup_steps=400,
     label_smoothing=0.1,
     max_length=48,
@@ -72,6 +72,9 @@ def main() -> int:
     start = time.perf_counter()
     result = train_run(RUN_DIR, dataset="sample", model_config=DEMO_MODEL, train_config=DEMO_TRAIN)
     trained = time.perf_counter()
+    if result.stopped_by in ("SIGINT", "SIGTERM"):
+        print(f"stopped by {result.stopped_by} at step {result.step}; `make demo` resumes.")
+        return 130
     print(f"trained to step {result.step} in {trained - start:.0f} s: {RUN_DIR}")
     translate = _translate_fn(RUN_DIR)
     pairs = [

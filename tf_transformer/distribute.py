@@ -55,10 +55,18 @@ def policy_name(mixed_precision: str | None) -> str:
 def build_model(model_config: ModelConfig, mixed_precision: str | None = None):
     """A built `Transformer` with the dtype policy of `mixed_precision` (variables float32).
 
-    Call it inside `strategy.scope()` so the variables are mirrored.
+    Call it inside `strategy.scope()` so the variables are mirrored. The global policy is set
+    while the model is built (and restored after): sublayers created without an explicit
+    `dtype` (the Dropout layers) would otherwise compute in float32 and break float16 adds.
     """
     from tf_transformer.model import Transformer
 
-    model = Transformer(**model_config.to_dict(), dtype=policy_name(mixed_precision))
-    model.build()
+    policy = policy_name(mixed_precision)
+    previous = tf.keras.mixed_precision.global_policy()
+    tf.keras.mixed_precision.set_global_policy(policy)
+    try:
+        model = Transformer(**model_config.to_dict(), dtype=policy)
+        model.build()
+    finally:
+        tf.keras.mixed_precision.set_global_policy(previous)
     return model

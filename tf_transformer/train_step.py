@@ -23,15 +23,15 @@ class TrainStep:
     the replicas' gradients, giving the gradient of the global token mean.
 
     Without distribution the steps have an `input_signature` of `(None, None)` int64 specs, so
-    batches of any length share one graph. Under a multi-replica strategy the signature is the
-    distributed dataset's `element_spec` (pass it as `distributed_spec`).
+    batches of any length share one graph. Under a multi-replica strategy they take the
+    per-replica values of a distributed dataset instead and use `reduce_retracing=True`, which
+    relaxes the shapes to `None` after the second length.
 
     Args:
       model: a built `Transformer`, created under `strategy.scope()`.
       optimizer: from `tf_transformer.schedule.make_optimizer`, built on the model's variables.
       label_smoothing: ε of the loss.
       strategy: the strategy (default: the current one).
-      distributed_spec: the `element_spec` of `strategy.experimental_distribute_dataset(...)`.
 
     Attributes:
       train_traces, eval_traces: how many times each step was traced (for tests).
@@ -44,7 +44,6 @@ class TrainStep:
         *,
         label_smoothing: float = 0.0,
         strategy: tf.distribute.Strategy | None = None,
-        distributed_spec=None,
     ):
         self.model = model
         self.optimizer = optimizer
@@ -52,9 +51,13 @@ class TrainStep:
         self.strategy = strategy or tf.distribute.get_strategy()
         self.train_traces = 0
         self.eval_traces = 0
-        spec = distributed_spec if self.distributed else BATCH_SPEC
-        self.train_step = tf.function(self._train_step, input_signature=[spec], autograph=False)
-        self.eval_step = tf.function(self._eval_step, input_signature=[spec], autograph=False)
+        # No tensor-dependent Python control flow here: AutoGraph would only slow tracing.
+        if self.distributed:
+            options = {"reduce_retracing": True, "autograph": False}
+        else:
+            options = {"input_signature": [BATCH_SPEC], "autograph": False}
+        self.train_step = tf.function(self._train_step, **options)
+        self.eval_step = tf.function(self._eval_step, **options)
 
     @property
     def distributed(self) -> bool:

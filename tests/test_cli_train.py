@@ -1,0 +1,76 @@
+"""Tests for `tf-transformer train`: user errors exit 2 with one line, runs are never clobbered."""
+
+import pytest
+
+from tf_transformer.cli import build_parser, main
+from tf_transformer.commands.train import configs_from_args
+
+
+def _error_lines(capsys) -> list[str]:
+    return [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+
+
+def test_bad_flag_exits_2(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--no-such-flag"])
+    assert exit_info.value.code == 2
+    assert len(_error_lines(capsys)) == 1
+
+
+def test_non_positive_steps_exit_2(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--max-steps", "0"])
+    assert exit_info.value.code == 2
+    assert "positive" in _error_lines(capsys)[0]
+
+
+def test_bad_dataset_path_exits_2_and_creates_nothing(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    code = main(["train", "--dataset", str(tmp_path / "missing"), "--run-dir", str(run_dir)])
+    assert code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tf-transformer train: error:")
+    assert not run_dir.exists()
+
+
+@pytest.mark.parametrize("extra", [[], ["--epochs", "1"]])
+def test_existing_run_dir_is_refused_untouched(tmp_path, capsys, extra):
+    run_dir = tmp_path / "run"
+    (run_dir / "checkpoints").mkdir(parents=True)
+    (run_dir / "config.json").write_text('{"model": {}}')
+    (run_dir / "checkpoints" / "checkpoint").write_text("keep me")
+    before = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+    code = main(["train", "--run-dir", str(run_dir), *extra])
+    assert code == 2
+    assert "--resume" in capsys.readouterr().err
+    assert {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()} == before
+
+
+def test_resume_and_overwrite_exclude_each_other(tmp_path, capsys):
+    code = main(["train", "--run-dir", str(tmp_path), "--resume", "--overwrite"])
+    assert code == 2 and "exclude" in capsys.readouterr().err
+
+
+def test_resume_needs_a_run_dir(tmp_path, capsys):
+    code = main(["train", "--run-dir", str(tmp_path / "none"), "--resume"])
+    assert code == 2 and "not a run directory" in capsys.readouterr().err
+
+
+def test_flags_override_the_preset_by_paper_names():
+    args = build_parser().parse_args(
+        ["train", "--preset", "tiny", "--d-model", "48", "--num-heads", "4", "--dff", "96",
+         "--warmup-steps", "7", "--label-smoothing", "0.2", "--max-length", "100",
+         "--token-budget", "900", "--mixed-precision", "bfloat16", "--average-last", "3"]
+    )  # fmt: skip
+    model_config, train_config = configs_from_args(args)
+    assert (model_config.d_model, model_config.num_heads, model_config.dff) == (48, 4, 96)
+    assert model_config.max_length == 100 and train_config.max_length == 100
+    assert train_config.warmup_steps == 7 and train_config.label_smoothing == 0.2
+    assert train_config.token_budget == 900 and train_config.average_last == 3
+    assert train_config.mixed_precision == "bfloat16"
+    assert model_config.num_layers == 2  # from the tiny preset
+
+
+def test_invalid_combination_is_a_user_error(capsys):
+    code = main(["train", "--d-model", "30", "--num-heads", "4", "--run-dir", "/nonexistent/x"])
+    assert code == 2 and "divisible" in capsys.readouterr().err
