@@ -6,15 +6,15 @@ from pathlib import Path
 import pytest
 import tensorflow as tf
 
-from tests.test_translator import tiny_model, tiny_tokenizers
+from tests.test_translator import MAX_LENGTH, tiny_translator
 from tf_transformer.checkpoints import model_checkpoint
 from tf_transformer.run_dir import RunDir
-from tf_transformer.translator import Translator
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 ARGS_SENTENCES = ["o carro vermelho é novo .", "nós comemos ."]
 STDIN_LINES = ["ela comprou as maçãs ?", "", "os gatos pretos não são meus ."]
-OPTIONS = ["--beam-size", "2", "--max-length", "10", "--batch-size", "2"]
+# The settings of tiny_translator(), whose model the run directory holds.
+OPTIONS = ["--beam-size", "2", "--max-length", str(MAX_LENGTH), "--batch-size", "2"]
 
 
 def start_cli(*args, stdin=""):
@@ -44,8 +44,8 @@ def runs(tmp_path_factory):
     """A tiny run directory, and the three CLI runs started at once (they take seconds each)."""
     root = tmp_path_factory.mktemp("run")
     run = RunDir(root)
-    tokenizers = tiny_tokenizers()
-    model = tiny_model(tokenizers, seed=3)
+    translator = tiny_translator()  # shared with tests/test_translator.py: traced once
+    tokenizers, model = translator.tokenizers, translator.model
     run.write_config({"model": model.config.to_dict(), "train": {}, "data": {}})
     tokenizers.save(run.tokenizers_path)
     # model_checkpoint, not tf.train.Checkpoint(model=model): that misses the layer stacks.
@@ -57,7 +57,6 @@ def runs(tmp_path_factory):
         "missing": start_cli(root / "nope", "o carro ."),
     }
     # The same model in this process, while the CLI runs.
-    translator = Translator(tokenizers, model, max_length=10, beam_size=2)
     expected = {
         "args": translator.translate_batch(ARGS_SENTENCES),
         "stdin": translator.translate_batch(STDIN_LINES),

@@ -49,10 +49,16 @@ def tiny_model(tokenizers, seed=1):
     return model
 
 
-@pytest.fixture(scope="module")
-def translator():
+@functools.cache
+def tiny_translator():
+    """Built (and traced) once per test process; the CLI tests reuse it."""
     tokenizers = tiny_tokenizers()
     return Translator(tokenizers, tiny_model(tokenizers), max_length=MAX_LENGTH, beam_size=2)
+
+
+@pytest.fixture(scope="module")
+def translator():
+    return tiny_translator()
 
 
 def texts(result):
