@@ -83,6 +83,10 @@ PRESETS: dict[str, ModelConfig] = {
         target_vocab_size=7010,
         max_length=512,
     ),
+    # Small real corpora (~17k pairs) on a CPU: the tutorial's size (see bench/README.md).
+    "small-data": ModelConfig(
+        num_layers=4, d_model=128, num_heads=8, dff=512, dropout_rate=0.1, max_length=128
+    ),
     # The paper's base model.
     "base": ModelConfig(),
 }
@@ -184,6 +188,18 @@ TRAIN_PRESETS: dict[str, TrainConfig] = {
     ),
     "tutorial": TrainConfig(epochs=20, warmup_steps=4000, max_length=128, token_budget=4096),
     "base": TrainConfig(epochs=20, warmup_steps=4000, max_length=256, token_budget=25000),
+    # Chosen on tatoeba_pt_en/dev for a 27-minute CPU budget (bench/quality.py, bench/README.md):
+    # label smoothing, a short warm-up, token-budget batches, a small vocabulary, averaging.
+    "small-data": TrainConfig(
+        epochs=100,  # the wall-clock budget (--max-minutes) decides
+        warmup_steps=1000,
+        label_smoothing=0.1,
+        max_length=64,
+        vocab_size=4000,
+        token_budget=2048,
+        checkpoint_every=250,
+        average_last=4,
+    ),
 }
 
 

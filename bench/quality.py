@@ -1,0 +1,255 @@
+"""Translation quality at a fixed CPU budget: train on small real corpora, score on two dev sets.
+
+Run from the repository root::
+
+    .venv/bin/python bench/quality.py --run-dir runs/quality            # train 27 min, evaluate
+    .venv/bin/python bench/quality.py --run-dir runs/quality --resume   # continue a stopped run
+    .venv/bin/python bench/quality.py --eval-only runs/quality          # evaluate a run again
+
+Training data: Tatoeba train + CrioleSet train from ``<repo>/../shared/data`` (deduplicated
+pairs). The wall-clock budget (`--max-minutes`, default 27) covers training (model building,
+tracing, steps, checkpoints, averaging); tokenizer building is timed and reported separately.
+The minutes used are kept in ``RUN_DIR/quality.json``, so a resumed run gets what is left. Evaluation reads only the run directory (config, tokenizers, averaged or latest
+checkpoint) and scores sacreBLEU BLEU (lower-cased and cased) and chrF on ``tatoeba_pt_en/dev``
+and on ``ted_hrlr_validation/dev`` (domain shift), greedy and beam. The last line is
+machine-readable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tf_transformer.config import PRESETS, TRAIN_PRESETS
+
+DATA = REPO.parent / "shared" / "data"
+TRAIN_CORPORA = ("tatoeba_pt_en", "crioleset")
+DEV_SETS = {"tatoeba_dev": "tatoeba_pt_en", "ted_dev": "ted_hrlr_validation"}
+MODEL_KNOBS = ("num_layers", "d_model", "num_heads", "dff", "dropout_rate")
+TRAIN_KNOBS = {
+    "warmup_steps": int,
+    "lr_scale": float,
+    "label_smoothing": float,
+    "vocab_size": int,
+    "token_budget": int,
+    "max_length": int,
+    "max_steps": int,
+    "average_last": int,
+    "checkpoint_every": int,
+    "seed": int,
+}
+
+
+def data_root(path: str | None) -> Path:
+    root = Path(path) if path else DATA
+    missing = [name for name in (*TRAIN_CORPORA, *DEV_SETS.values()) if not (root / name).is_dir()]
+    if missing:
+        sys.exit(
+            f"error: the benchmark data is not there: {root} lacks {', '.join(missing)} "
+            "(expected <repo>/../shared/data, or pass --data DIR)."
+        )
+    return root
+
+
+def training_pairs(root: Path) -> list[tuple[str, str]]:
+    """Tatoeba train + CrioleSet train, exact duplicate pairs dropped (first one kept)."""
+    from tf_transformer.data import load_dataset
+
+    pairs = []
+    for name in TRAIN_CORPORA:
+        for pt, en in load_dataset(root / name, "train").as_numpy_iterator():
+            pairs.append((pt.decode("utf-8"), en.decode("utf-8")))
+    unique = list(dict.fromkeys(pairs))
+    print(f"training pairs: {len(pairs)} read, {len(unique)} unique")
+    return unique
+
+
+def configs(args):
+    """The model and training configs of a new run: the preset, then the flags."""
+    model_config = PRESETS[args.preset].replace(
+        **{k: getattr(args, k) for k in MODEL_KNOBS if getattr(args, k) is not None}
+    )
+    train_config = TRAIN_PRESETS[args.preset].replace(
+        **{k: getattr(args, k) for k in TRAIN_KNOBS if getattr(args, k) is not None}
+    )
+    model_config = model_config.replace(
+        max_length=max(model_config.max_length, train_config.max_length)
+    )
+    return model_config, train_config
+
+
+def train_within_budget(args, root: Path) -> None:
+    """Builds tokenizers (or reloads them) and trains until the budget is spent."""
+    from tf_transformer.data.sources import pairs_to_dataset
+    from tf_transformer.run_dir import RunDir
+    from tf_transformer.tokenizers import build_tokenizers
+    from tf_transformer.train import epoch_batches, train
+
+    run = RunDir(args.run_dir)
+    budget_path = run.root / "quality.json"
+    if run.exists() and not args.resume:
+        sys.exit(f"error: {run.root} exists; pass --resume to continue it or use a new --run-dir.")
+    if args.resume and not run.exists():
+        sys.exit(f"error: --resume: {run.root} is not a run directory.")
+    record = json.loads(budget_path.read_text()) if budget_path.is_file() else {}
+    budget = args.max_minutes if args.max_minutes is not None else record.get("budget", 27.0)
+    record.update(budget=budget, minutes_used=record.get("minutes_used", 0.0))
+    pairs = pairs_to_dataset(training_pairs(root))
+    if args.resume:
+        model_config, train_config = run.model_config(), run.train_config()
+        tokenizers = run.load_tokenizers()
+        overrides = {k: getattr(args, k) for k in ("max_steps", "average_last")}
+        train_config = train_config.replace(**{k: v for k, v in overrides.items() if v is not None})
+    else:
+        model_config, train_config = configs(args)
+        started = time.monotonic()
+        tokenizers = build_tokenizers(pairs, vocab_size=train_config.vocab_size)
+        tokenizers.save(str(run.tokenizers_path))
+        model_config = model_config.replace(
+            input_vocab_size=int(tokenizers.pt.get_vocab_size()),
+            target_vocab_size=int(tokenizers.en.get_vocab_size()),
+        )
+        record["tokenizer_minutes"] = (time.monotonic() - started) / 60
+        print(f"tokenizers: {record['tokenizer_minutes']:.2f} min (outside the training budget)")
+        budget_path.parent.mkdir(parents=True, exist_ok=True)
+        budget_path.write_text(json.dumps(record, indent=2))
+    left = budget - record["minutes_used"]
+    if left <= 0:
+        print(f"budget spent ({record['minutes_used']:.1f} of {budget} min): not training")
+        return
+    train_config = train_config.replace(max_minutes=left)
+    started = time.monotonic()
+    try:
+        result = train(
+            run,
+            model_config,
+            train_config,
+            epoch_batches(pairs, tokenizers, train_config),
+            progress=not args.quiet,
+        )
+    finally:
+        record["minutes_used"] += (time.monotonic() - started) / 60
+        budget_path.write_text(json.dumps(record, indent=2))
+    record.update(step=result.step, epoch=result.epoch, stopped_by=result.stopped_by)
+    budget_path.write_text(json.dumps(record, indent=2))
+    print(
+        f"trained: step {result.step}, epoch {result.epoch}, stopped by {result.stopped_by}, "
+        f"{record['minutes_used']:.1f} min used; averaged: {result.averaged_checkpoint}"
+    )
+
+
+def evaluate_run(args, root: Path) -> dict:
+    """Scores the run directory's model on the dev sets, greedy and beam."""
+    from tf_transformer.evaluate import evaluate
+    from tf_transformer.run_dir import RunDir
+    from tf_transformer.translator import Translator
+
+    run = RunDir(args.run_dir)
+    checkpoint = args.checkpoint
+    if checkpoint is None:
+        checkpoint = "averaged" if run.latest_checkpoint("averaged") else "latest"
+    model = run.load_model(checkpoint)
+    tokenizers = run.load_tokenizers()
+    translator = Translator(tokenizers, model, max_length=min(128, model.max_length))
+    budget_path = run.root / "quality.json"
+    record = json.loads(budget_path.read_text()) if budget_path.is_file() else {}
+    print(f"evaluating {run.root} ({checkpoint} checkpoint, step {record.get('step', '?')})")
+    decodings = {"greedy": (1, 0.0)}
+    if args.beam_size > 1:
+        decodings[f"beam{args.beam_size} a={args.alpha:g}"] = (args.beam_size, args.alpha)
+    results = {}
+    for dev, folder in DEV_SETS.items():
+        if dev == "ted_dev" and args.skip_ted:
+            continue
+        from tf_transformer.data import load_dataset
+
+        pairs = [
+            (pt.decode("utf-8"), en.decode("utf-8"))
+            for pt, en in load_dataset(root / folder, "dev").as_numpy_iterator()
+        ][: args.dev_limit]
+        for name, (beam_size, alpha) in decodings.items():
+            start = time.monotonic()
+            scores, _ = evaluate(
+                lambda batch, b=beam_size, a=alpha: translator.translate_batch(
+                    batch, beam_size=b, alpha=a
+                ),
+                pairs,
+                hypotheses_path=run.root / "hypotheses" / f"{dev}.{beam_size}.{alpha:g}.txt",
+                progress=not args.quiet,
+            )
+            results[(dev, name)] = scores
+            print(
+                f"  {dev:12s} {name:14s} BLEU {scores.bleu:5.2f} (cased {scores.bleu_cased:5.2f})"
+                f" chrF {scores.chrf:5.2f}  {len(pairs)} sent, {time.monotonic() - start:.0f} s"
+            )
+    print_table(results, record)
+    return results
+
+
+def print_table(results: dict, record: dict) -> None:
+    print()
+    print("| dev set | decoding | BLEU (lc) | BLEU (cased) | chrF |")
+    print("|---|---|---|---|---|")
+    for (dev, name), scores in results.items():
+        print(
+            f"| {dev} | {name} | {scores.bleu:.1f} | {scores.bleu_cased:.1f} | {scores.chrf:.1f} |"
+        )
+    if results:
+        any_scores = next(iter(results.values()))
+        print(f"BLEU signature: {any_scores.bleu_signature}")
+    best = {}
+    for (dev, name), scores in results.items():
+        if dev not in best or name != "greedy":  # the beam figure when there is one
+            best[dev] = scores
+    fields = []
+    if "tatoeba_dev" in best:
+        fields += [
+            f"tatoeba_dev_bleu_lc={best['tatoeba_dev'].bleu:.1f}",
+            f"chrf={best['tatoeba_dev'].chrf:.1f}",
+        ]
+    if "ted_dev" in best:
+        fields.append(f"ted_dev_bleu_lc={best['ted_dev'].bleu:.1f}")
+    fields.append(f"minutes={record.get('minutes_used', float('nan')):.0f}")
+    fields.append(f"steps={record.get('step', '?')}")
+    print("quality: " + " ".join(fields))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run-dir", default="runs/quality")
+    parser.add_argument("--resume", action="store_true", help="Continue --run-dir.")
+    parser.add_argument("--eval-only", metavar="RUN_DIR", help="Only evaluate this run.")
+    parser.add_argument("--data", default=None, help="Default: <repo>/../shared/data.")
+    parser.add_argument("--preset", default="small-data", choices=sorted(TRAIN_PRESETS))
+    parser.add_argument("--max-minutes", type=float, default=None, help="Default 27.")
+    for name in MODEL_KNOBS:
+        kind = float if name == "dropout_rate" else int
+        parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=None)
+    for name, kind in TRAIN_KNOBS.items():
+        parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=None)
+    parser.add_argument("--beam-size", type=int, default=4, help="1: greedy only.")
+    parser.add_argument("--alpha", type=float, default=0.6, help="Beam length penalty.")
+    parser.add_argument("--checkpoint", default=None, help="averaged | latest | PREFIX.")
+    parser.add_argument("--dev-limit", type=int, default=None, help="First N dev pairs only.")
+    parser.add_argument("--skip-ted", action="store_true", help="Tatoeba dev only.")
+    parser.add_argument("--quiet", action="store_true", help="No progress bars.")
+    args = parser.parse_args()
+    root = data_root(args.data)
+    if args.eval_only:
+        args.run_dir = args.eval_only
+    else:
+        train_within_budget(args, root)
+    evaluate_run(args, root)
+
+
+if __name__ == "__main__":
+    main()
