@@ -52,4 +52,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run as `python -m tf_transformer.cli`, this file is module `__main__`; use the
+    # `tf_transformer.cli` module instead, so subcommands raise the CLIError caught here.
+    from tf_transformer.cli import main as package_main
+
+    sys.exit(package_main())
