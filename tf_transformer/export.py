@@ -71,6 +71,27 @@ def next_version(base_dir: str | Path) -> int:
     return versions[-1] + 1 if versions else 1
 
 
+def check_version(base_dir: str | Path, version: int | None) -> Path:
+    """The directory version `version` (None: the next free one) would be written to.
+
+    Raises:
+        FileExistsError: the version exists.
+        ValueError: the version is not a positive integer.
+    """
+    base_dir = Path(base_dir)
+    if version is None:
+        version = next_version(base_dir)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ValueError(f"version must be a positive integer, got {version!r}.")
+    final = base_dir / str(version)
+    if final.exists():
+        raise FileExistsError(
+            f"{final} exists; versions are never overwritten. Omit --version to write version "
+            f"{next_version(base_dir)}."
+        )
+    return final
+
+
 def write_version(base_dir: str | Path, version: int | None, save) -> Path:
     """Writes one version directory atomically: `save(tmp_dir)`, then a rename into place.
 
@@ -87,16 +108,8 @@ def write_version(base_dir: str | Path, version: int | None, save) -> Path:
         ValueError: for a version that is not a positive integer.
     """
     base_dir = Path(base_dir)
-    if version is None:
-        version = next_version(base_dir)
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise ValueError(f"version must be a positive integer, got {version!r}.")
-    final = base_dir / str(version)
-    if final.exists():
-        raise FileExistsError(
-            f"{final} exists; versions are never overwritten. Omit --version to write version "
-            f"{next_version(base_dir)}."
-        )
+    final = check_version(base_dir, version)
+    version = int(final.name)
     base_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{version}-", dir=base_dir))
     try:
@@ -327,9 +340,10 @@ def export_run_dir(
 
     run = RunDir(run_dir)
     run.read_config()  # a clear error for a directory that is not a run
-    # Fail on an existing version before the slow part.
-    if version is not None and (Path(base_dir) / str(version)).exists():
-        write_version(base_dir, version, lambda path: None)
+    # User errors before the slow part.
+    check_version(base_dir, version)
+    if options.get("beam_size", DEFAULT_BEAM_SIZE) < 1:
+        raise ValueError(f"beam_size must be at least 1, got {options['beam_size']}.")
     tokenizers = run.load_tokenizers()
     model = run.load_model(checkpoint)
     return export_saved_model(tokenizers, model, base_dir, version=version, **options)

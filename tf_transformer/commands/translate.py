@@ -16,7 +16,13 @@ def register(subparsers) -> None:
             "translation per line (an empty line for an empty input line)."
         ),
     )
-    parser.add_argument("run_dir", metavar="RUN_DIR", help="The trained run directory.")
+    parser.add_argument(
+        "run_dir",
+        metavar="RUN_DIR",
+        nargs="?",
+        default=None,
+        help="The trained run directory (omitted with --server: every argument is a sentence).",
+    )
     parser.add_argument("sentences", metavar="SENTENCE", nargs="*", help="Portuguese text.")
     parser.add_argument(
         "--beam-size", type=int, default=4, help="Beams per sentence; 1 = greedy (default: 4)."
@@ -48,6 +54,18 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--jit-compile", action="store_true", help="XLA-compile decoding (per input shape)."
     )
+    parser.add_argument(
+        "--server",
+        metavar="URL",
+        default=None,
+        help="Translate through TF Serving's REST API at URL (e.g. http://localhost:8501), with "
+        "the export's beam size (--beam-size 1: its greedy signature).",
+    )
+    parser.add_argument(
+        "--model-name",
+        default="transformer",
+        help="The served model's name, with --server (default: transformer).",
+    )
     parser.set_defaults(func=run)
 
 
@@ -70,6 +88,10 @@ def run(args: argparse.Namespace) -> int:
     # ValueError, not CLIError: under `python -m tf_transformer.cli` the module runs as __main__,
     # whose CLIError is another class than tf_transformer.cli.CLIError; both end as exit 2.
 
+    if args.server:
+        return translate_with_server(args)
+    if args.run_dir is None:
+        raise ValueError("RUN_DIR is required (or --server URL).")
     root = Path(args.run_dir)
     if _is_saved_model(root):
         # Hook for the export issue: load with tf.saved_model.load and call its signature.
@@ -110,4 +132,34 @@ def run(args: argparse.Namespace) -> int:
         )
         plt.close(figure)
         print(f"Wrote {args.plot_attention}", file=sys.stderr)
+    return 0
+
+
+def translate_with_server(args: argparse.Namespace) -> int:
+    """`--server URL`: the sentences go to TF Serving's `:predict` (see `tf_transformer.serving`)."""
+    from tf_transformer.serving import ServingClient, ServingError
+
+    if args.run_dir is not None:  # no run directory with --server: it is the first sentence
+        args.sentences = [args.run_dir, *args.sentences]
+    if args.batch_size < 1:
+        raise ValueError("--batch-size must be at least 1.")
+    sentences = []
+    for index, sentence in enumerate(read_sentences(args)):
+        try:
+            sentences.append(sentence.decode("utf-8") if isinstance(sentence, bytes) else sentence)
+        except UnicodeDecodeError as error:
+            raise ValueError(f"Sentence {index} is not valid UTF-8: {error}.") from None
+    client = ServingClient(
+        args.server,
+        args.model_name,
+        signature="greedy" if args.beam_size == 1 else "serving_default",
+        batch_size=args.batch_size,
+    )
+    try:
+        for start in range(0, len(sentences), args.batch_size):
+            for text in client.translate(sentences[start : start + args.batch_size]):
+                sys.stdout.write(text + "\n")
+            sys.stdout.flush()
+    except ServingError as error:
+        raise ValueError(f"TF Serving: {error}") from None
     return 0

@@ -1,0 +1,71 @@
+"""Tests for `tf-transformer export`: next free version, refusal to overwrite, user errors."""
+
+import hashlib
+
+import pytest
+from tensorflow.core.protobuf import saved_model_pb2
+
+from tests.export_helpers import tiny_export, tiny_run_dir
+from tf_transformer import cli
+
+pytestmark = pytest.mark.slow
+
+
+def _snapshot(directory):
+    return {
+        str(p.relative_to(directory)): (p.stat().st_mtime_ns, hashlib.sha1(p.read_bytes()).digest())
+        for p in sorted(directory.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture(scope="module")
+def base_dir():
+    """A model base path that already holds version 1 (the shared export)."""
+    return tiny_export()[0].parent
+
+
+def test_export_writes_the_next_version(base_dir, capsys):
+    code = cli.main(
+        ["export", str(tiny_run_dir().root), "--out", str(base_dir), "--beam-size", "2"]
+        + ["--max-length", "8"]
+    )
+    assert code == 0
+    assert f"Exported version 2 to {base_dir / '2'}" in capsys.readouterr().out
+    proto = saved_model_pb2.SavedModel.FromString((base_dir / "2" / "saved_model.pb").read_bytes())
+    (meta_graph,) = proto.meta_graphs
+    assert list(meta_graph.meta_info_def.tags) == ["serve"]
+    signatures = set(meta_graph.signature_def) - {"__saved_model_init_op"}
+    assert signatures == {"serving_default", "greedy", "attention"}
+    assert sorted(p.name for p in base_dir.iterdir()) == ["1", "2"]  # no temporary left
+
+
+def test_existing_version_is_refused_and_untouched(base_dir, capsys):
+    before = _snapshot(base_dir / "1")
+    code = cli.main(["export", str(tiny_run_dir().root), "--out", str(base_dir), "--version", "1"])
+    assert code == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1
+    assert "exists; versions are never overwritten" in error
+    assert _snapshot(base_dir / "1") == before
+    assert not [p for p in base_dir.iterdir() if p.name.startswith(".")]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--version", "0"], "version must be a positive integer"),
+        (["--beam-size", "0"], "beam_size must be at least 1"),
+    ],
+)
+def test_bad_options_are_user_errors(base_dir, capsys, arguments, message):
+    code = cli.main(["export", str(tiny_run_dir().root), "--out", str(base_dir), *arguments])
+    assert code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_not_a_run_directory(tmp_path, capsys):
+    code = cli.main(["export", str(tmp_path / "nothing"), "--out", str(tmp_path / "out")])
+    assert code == 2
+    assert "not a run directory" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
