@@ -23,8 +23,8 @@ DEMO_MODEL = ModelConfig(
 )
 DEMO_TRAIN = TrainConfig(
     epochs=100,
-    max_steps=800,
-    warmup_steps=400,
+    max_steps=600,
+    warmup_steps=300,
     label_smoothing=0.1,
     max_length=48,
     vocab_size=2000,
@@ -63,6 +63,19 @@ def _translate_fn(run_dir: Path):
     return translator.translate_batch
 
 
+def _reference_style(hypotheses: list[str], references: list[str]) -> list[str]:
+    """Hypotheses in the references' tokenization (`doctor 's`), as `tf-transformer evaluate` does.
+
+    The detokenizer glues clitics back (`doctor's`); the sample references, like TED's, keep
+    them apart, and sacreBLEU's 13a tokenizer does not split apostrophes.
+    """
+    try:
+        from tf_transformer.evaluate import looks_ted_style, ted_style
+    except ImportError:
+        return hypotheses
+    return [ted_style(h) for h in hypotheses] if looks_ted_style(references) else hypotheses
+
+
 def main() -> int:
     import sacrebleu
 
@@ -87,7 +100,7 @@ def main() -> int:
         hypotheses.extend(translate(sources[i : i + 100]))
     for source, reference, hypothesis in list(zip(sources, references, hypotheses))[:SHOW]:
         print(f"pt:  {source}\nref: {reference}\nout: {hypothesis}\n")
-    bleu = sacrebleu.corpus_bleu(hypotheses, [references])
+    bleu = sacrebleu.corpus_bleu(_reference_style(hypotheses, references), [references])
     print(f"sample test BLEU ({len(pairs)} sentences, greedy): {bleu.score:.2f}  [{bleu}]")
     print(f"total {time.perf_counter() - start:.0f} s (training {trained - start:.0f} s)")
     return 0
