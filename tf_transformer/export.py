@@ -1,4 +1,4 @@
-"""SavedModel export for TF Serving: text in, text out, no training code.
+r"""SavedModel export for TF Serving: text in, text out, no training code.
 
 Layout (TF Serving's model base path; versions are positive integers, the server serves the
 highest)::
@@ -26,14 +26,33 @@ Signatures (tag set ``serve``):
     outputs: ``translation`` string ``[]``; ``tokens`` int64 ``[None]`` (START … END);
              ``source_tokens`` string ``[src_len]`` (the wordpieces, [START] … [END]);
              ``target_tokens`` string ``[tgt_len]`` (the wordpieces after [START]: the tokens
-             each attention row predicts, ending in [END]);
+             each attention row predicts, [END] last when decoding ended);
              ``attention_weights`` float32 ``[heads, tgt_len, src_len]``: the last decoder
              layer's cross-attention, teacher-forced on ``tokens``.
 
-Source sentences longer than the model's positional table are cut to it (keeping [END]), so any
-input gives a bounded answer. The SavedModel needs only ``tensorflow`` and ``tensorflow_text``
+Sources are cut to `max_length` tokens (keeping [END]) and at most `max_length` tokens are
+generated, so any text gives a bounded answer; an empty batch gives empty outputs, an empty
+sentence an empty translation. A non-string or wrongly shaped input is refused (a dtype error,
+or EnsureShape's "Shape of tensor sentences [1,2] is not compatible with expected shape [?]"). The SavedModel needs only ``tensorflow`` and ``tensorflow_text``
 to load (``import tensorflow_text`` registers the tokenizer ops; see `graph_ops` for the list
 and for TF Serving compatibility).
+
+``saved_model_cli`` (``show --dir DIR --all`` works as is) cannot ``run`` the model out of
+the box: it loads the graph without importing ``tensorflow_text``, and fails with "Op type not
+registered 'NormalizeUTF8'". Two ways that work: put the TF Text libraries in a
+``tensorflow-plugins`` folder under a path containing ``site-packages`` (``import tensorflow``
+loads every shared object there)::
+
+    ops=$(python -c "import os, tensorflow_text as t; print(os.path.dirname(t.__file__))")
+    mkdir -p /tmp/tftext/site-packages/tensorflow-plugins
+    ln -s "$ops"/python/ops/_*.so /tmp/tftext/site-packages/tensorflow-plugins/
+    PYTHONPATH=/tmp/tftext/site-packages saved_model_cli run --dir saved_models/NAME/1 \
+        --tag_set serve --signature_def serving_default --input_exprs 'sentences=["olá ."]'
+
+or call its entry point after importing TF Text::
+
+    python -c "import sys, tensorflow_text; from tensorflow.python.tools.saved_model_cli import
+    main; sys.argv[0] = 'saved_model_cli'; sys.exit(main())" run --dir ...  (one line)
 
 Example:
     >>> path = export_run_dir("runs/tiny", "saved_models/transformer")
