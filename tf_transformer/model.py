@@ -97,8 +97,10 @@ class Transformer(tf.keras.Model):
             )
 
     def build(self, input_shape=None):
-        # Every weight exists after build(), so loading weights (`load_model`, checkpoints)
-        # needs no real batch first.
+        # Every weight exists after build(), so loading weights (`load_model`, checkpoints,
+        # BackupAndRestore) needs no real batch first. Building twice would add weights twice.
+        if self.built:
+            return
         self.encoder.build()
         self.decoder.build()
         if self.final_layer is not None:
