@@ -7,6 +7,7 @@ from tf_transformer.decoding import (
     greedy_decode,
     make_decode_fn,
     model_logits_fn,
+    pad_to_multiple,
     recompute_logits_fn,
     write_column,
 )
@@ -126,3 +127,17 @@ def test_cached_seam_logits_match_recompute_seam_logits(model):
 def test_max_length_beyond_the_positional_table_is_refused(model):
     with pytest.raises(ValueError, match="positional table"):
         model_logits_fn(model, SRC, model.max_length + 1)
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_xla_decoding_equals_graph_decoding(model, beam_size):
+    graph = make_decode_fn(model, max_length=6, beam_size=beam_size)(SRC)
+    xla = make_decode_fn(model, max_length=6, beam_size=beam_size, jit_compile=True)(SRC)
+    np.testing.assert_array_equal(xla.ids.numpy(), graph.ids.numpy())
+    np.testing.assert_allclose(xla.scores.numpy(), graph.scores.numpy(), atol=1e-4)
+
+
+def test_pad_to_multiple_appends_pad_columns():
+    ids = tf.constant([[5, 6, 7], [8, 0, 0]], tf.int64)
+    np.testing.assert_array_equal(pad_to_multiple(ids, 4).numpy(), [[5, 6, 7, 0], [8, 0, 0, 0]])
+    assert pad_to_multiple(ids, 3).shape == (2, 3)

@@ -26,6 +26,8 @@ from typing import Any, NamedTuple
 import tensorflow as tf
 
 PAD_ID, START_ID, END_ID = 0, 2, 3
+# XLA-compiled decoding pads the source to a multiple of this, bounding the compiled shapes.
+SRC_LENGTH_BUCKET = 16
 
 LogitsFn = Callable[[tf.Tensor, tf.Tensor, Any], tuple[tf.Tensor, Any]]
 
@@ -77,6 +79,13 @@ def next_token_log_probs(
         end = tf.one_hot(end_id, vocab, on_value=True, off_value=False, dtype=tf.bool)
         banned = banned | (end & (step < min_length))
     return tf.where(banned[tf.newaxis, :], tf.constant(-float("inf")), log_probs)
+
+
+def pad_to_multiple(ids: tf.Tensor, multiple: int) -> tf.Tensor:
+    """Right-pads `ids` `(batch, len)` with PAD to the next multiple of `multiple` columns."""
+    length = tf.shape(ids)[1]
+    extra = (multiple - length % multiple) % multiple
+    return tf.pad(ids, [[0, 0], [0, extra]], constant_values=PAD_ID)
 
 
 def trim(output: DecodeOutput) -> DecodeOutput:
@@ -207,7 +216,9 @@ def make_decode_fn(
       alpha: GNMT length-penalty exponent (beam search only).
       min_length: END banned before this many tokens.
       return_all_beams: beam search returns `(batch, beam, ...)` fields, best first.
-      jit_compile: compile encoder + decoding loop with XLA (one compilation per input shape).
+      jit_compile: compile encoder + decoding loop with XLA. XLA compiles once per input shape,
+        so the source is padded to a multiple of `SRC_LENGTH_BUCKET` first (PAD is masked: the
+        output does not change); each batch size still compiles once.
       recompute: use the reference `recompute_logits_fn` (no cache; cannot be XLA-compiled).
     """
     from tf_transformer.beam_search import beam_search
@@ -237,6 +248,8 @@ def make_decode_fn(
 
     @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int64)])
     def decode_fn(src):
+        if jit_compile and not recompute:
+            src = pad_to_multiple(src, SRC_LENGTH_BUCKET)
         return trim(core(src))
 
     return decode_fn

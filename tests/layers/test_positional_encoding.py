@@ -53,3 +53,19 @@ def test_positional_embedding_refuses_too_long_input():
     layer = PositionalEmbedding(vocab_size=10, d_model=4, max_length=3)
     with pytest.raises(tf.errors.InvalidArgumentError, match="max_length"):
         layer(tf.ones((1, 4), tf.int32))
+
+
+def test_positional_embedding_keeps_a_static_length_with_a_tensor_offset():
+    # A tensor offset must not make the length dynamic: under XLA a dynamic slice of the table is
+    # padded to max_length rows, and a one-step decode then costs max_length positions.
+    layer = PositionalEmbedding(vocab_size=10, d_model=4, max_length=8)
+
+    @tf.function
+    def step(ids, offset):
+        out = layer(ids, offset=offset)
+        assert out.shape[1] == 1, out.shape
+        return out
+
+    ids = tf.constant([[5]])
+    expected = layer(tf.constant([[0, 0, 5]])).numpy()[0, 2]
+    np.testing.assert_allclose(step(ids, tf.constant(2)).numpy()[0, 0], expected, atol=1e-6)

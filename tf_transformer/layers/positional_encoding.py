@@ -90,7 +90,10 @@ class PositionalEmbedding(tf.keras.layers.Layer):
         self.built = True
 
     def call(self, ids, *, offset=0):
-        length = tf.shape(ids)[1]
+        # A static length keeps the slice static under XLA: `table[offset : offset + length]`
+        # with a tensor offset compiles to a dynamic shape padded to `max_length` rows, so a
+        # one-step decode did the work of 512 positions.
+        length = ids.shape[1] if ids.shape[1] is not None else tf.shape(ids)[1]
         tf.debugging.assert_less_equal(
             tf.cast(offset, tf.int32) + length,
             self.max_length,
@@ -99,7 +102,7 @@ class PositionalEmbedding(tf.keras.layers.Layer):
         x = self.embedding(ids)  # (batch, len, d_model)
         # Cast the scale to the compute dtype: float16 * float32 raises under mixed_float16.
         x *= tf.cast(tf.math.sqrt(float(self.d_model)), x.dtype)
-        positions = self.pos_encoding[offset : offset + length]
+        positions = tf.slice(self.pos_encoding, [offset, 0], [length, self.d_model])
         return x + tf.cast(positions, x.dtype)[tf.newaxis]
 
     def get_config(self):
