@@ -55,7 +55,7 @@ def test_mirrored_strategy_on_two_cpus_matches_one_device():
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
     )
     assert process.returncode == 0, process.stderr[-3000:]
     out = json.loads(process.stdout.strip().splitlines()[-1])

@@ -43,9 +43,17 @@ def _translate_fn(run_dir: Path):
         from tf_transformer.export import export_run_dir
     except ImportError:  # no export module yet: translate from the run directory
         export_run_dir = None
+    path = None
     if export_run_dir is not None:
-        path = export_run_dir(run_dir, EXPORT_DIR)
-        print(f"exported to {path}")
+        try:
+            path = export_run_dir(run_dir, EXPORT_DIR)
+            print(f"exported to {path}")
+        except Exception as error:  # noqa: BLE001  (the demo still scores the run)
+            print(
+                f"export failed ({type(error).__name__}: {str(error).splitlines()[0]}); "
+                "translating from the run directory instead"
+            )
+    if path is not None:
         import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
 
         greedy = tf.saved_model.load(str(path)).signatures["greedy"]
