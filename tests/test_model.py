@@ -157,3 +157,12 @@ def test_incremental_decoding_matches_teacher_forcing():
         for row, length in enumerate(TGT_LEN):
             if t < length:
                 np.testing.assert_allclose(logits.numpy()[row], reference[row, t], atol=1e-5)
+
+
+def test_explicit_mixed_policy_reaches_every_sublayer():
+    # No global policy: the model's own dtype must reach every sublayer, dropout included.
+    config = get_preset("tiny").replace(input_vocab_size=30, target_vocab_size=40, dropout_rate=0.1)
+    model = Transformer.from_config({**config.to_dict(), "dtype": "mixed_float16"})
+    logits = model((pad(SRC, 2), TGT), training=True)
+    assert logits.dtype == tf.float32 and np.isfinite(logits.numpy()).all()
+    assert model.encoder.enc_layers[0].dropout1.dtype_policy.name == "mixed_float16"

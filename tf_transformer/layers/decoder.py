@@ -69,9 +69,9 @@ class DecoderLayer(tf.keras.layers.Layer):
         self.norm1 = layer_norm("norm1", policy)
         self.norm2 = layer_norm("norm2", policy)
         self.norm3 = layer_norm("norm3", policy)
-        self.dropout1 = tf.keras.layers.Dropout(dropout_rate)
-        self.dropout2 = tf.keras.layers.Dropout(dropout_rate)
-        self.dropout3 = tf.keras.layers.Dropout(dropout_rate)
+        self.dropout1 = tf.keras.layers.Dropout(dropout_rate, dtype=policy)
+        self.dropout2 = tf.keras.layers.Dropout(dropout_rate, dtype=policy)
+        self.dropout3 = tf.keras.layers.Dropout(dropout_rate, dtype=policy)
 
     def build(self, *args, **kwargs):
         # Explicit builds: Keras 3 would otherwise trace `call` symbolically to find the weights,
@@ -203,7 +203,7 @@ class Decoder(tf.keras.layers.Layer):
             name="positional_embedding",
             dtype=policy,
         )
-        self.dropout = tf.keras.layers.Dropout(dropout_rate)
+        self.dropout = tf.keras.layers.Dropout(dropout_rate, dtype=policy)
         self.dec_layers = [
             DecoderLayer(
                 d_model=d_model,

@@ -64,8 +64,8 @@ class EncoderLayer(tf.keras.layers.Layer):
         self.ffn = FeedForward(d_model=d_model, dff=dff, name="ffn", dtype=policy)
         self.norm1 = layer_norm("norm1", policy)
         self.norm2 = layer_norm("norm2", policy)
-        self.dropout1 = tf.keras.layers.Dropout(dropout_rate)
-        self.dropout2 = tf.keras.layers.Dropout(dropout_rate)
+        self.dropout1 = tf.keras.layers.Dropout(dropout_rate, dtype=policy)
+        self.dropout2 = tf.keras.layers.Dropout(dropout_rate, dtype=policy)
 
     def build(self, *args, **kwargs):
         # Explicit builds: Keras 3 would otherwise trace `call` symbolically to find the weights,
@@ -163,7 +163,7 @@ class Encoder(tf.keras.layers.Layer):
             name="positional_embedding",
             dtype=policy,
         )
-        self.dropout = tf.keras.layers.Dropout(dropout_rate)
+        self.dropout = tf.keras.layers.Dropout(dropout_rate, dtype=policy)
         self.enc_layers = [
             EncoderLayer(
                 d_model=d_model,
