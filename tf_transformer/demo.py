@@ -35,60 +35,25 @@ DEMO_TRAIN = TrainConfig(
 SHOW = 5
 
 
-def _translate_fn(run_dir: Path):
-    """A `list[str] -> list[str]` greedy translator: the exported SavedModel when possible."""
+def _translate_fn(version_dir: Path):
+    """A `list[str] -> list[str]` greedy translator over the exported SavedModel."""
     import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
 
-    try:
-        from tf_transformer.export import export_run_dir
-    except ImportError:  # no export module yet: translate from the run directory
-        export_run_dir = None
-    path = None
-    if export_run_dir is not None:
-        try:
-            path = export_run_dir(run_dir, EXPORT_DIR)
-            print(f"exported to {path}")
-        except Exception as error:  # noqa: BLE001  (the demo still scores the run)
-            print(
-                f"export failed ({type(error).__name__}: {str(error).splitlines()[0]}); "
-                "translating from the run directory instead"
-            )
-    if path is not None:
-        import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
+    greedy = tf.saved_model.load(str(version_dir)).signatures["greedy"]
 
-        greedy = tf.saved_model.load(str(path)).signatures["greedy"]
+    def translate(sentences: list[str]) -> list[str]:
+        out = greedy(sentences=tf.constant(sentences))["translations"]
+        return [t.decode("utf-8") for t in out.numpy()]
 
-        def translate(sentences: list[str]) -> list[str]:
-            out = greedy(sentences=tf.constant(sentences))["translations"]
-            return [t.decode("utf-8") for t in out.numpy()]
-
-        return translate
-    from tf_transformer.run_dir import RunDir
-    from tf_transformer.translator import Translator
-
-    run = RunDir(run_dir)
-    translator = Translator(run.load_tokenizers(), run.load_model(), beam_size=1)
-    return translator.translate_batch
-
-
-def _reference_style(hypotheses: list[str], references: list[str]) -> list[str]:
-    """Hypotheses in the references' tokenization (`doctor 's`), as `tf-transformer evaluate` does.
-
-    The detokenizer glues clitics back (`doctor's`); the sample references, like TED's, keep
-    them apart, and sacreBLEU's 13a tokenizer does not split apostrophes.
-    """
-    try:
-        from tf_transformer.evaluate import looks_ted_style, ted_style
-    except ImportError:
-        return hypotheses
-    return [ted_style(h) for h in hypotheses] if looks_ted_style(references) else hypotheses
+    return translate
 
 
 def main() -> int:
-    import sacrebleu
-
     from tf_transformer.commands.train import train_run
     from tf_transformer.data import load_dataset
+    from tf_transformer.evaluate import evaluate
+    from tf_transformer.export import export_run_dir
 
     start = time.perf_counter()
     result = train_run(RUN_DIR, dataset="sample", model_config=DEMO_MODEL, train_config=DEMO_TRAIN)
@@ -97,19 +62,15 @@ def main() -> int:
         print(f"stopped by {result.stopped_by} at step {result.step}; `make demo` resumes.")
         return 130
     print(f"trained to step {result.step} in {trained - start:.0f} s: {RUN_DIR}")
-    translate = _translate_fn(RUN_DIR)
+    version_dir = export_run_dir(RUN_DIR, EXPORT_DIR)
+    print(f"exported to {version_dir}")
     pairs = [
         (pt.decode(), en.decode()) for pt, en in load_dataset("sample", "test").as_numpy_iterator()
     ]
-    sources = [pt for pt, _ in pairs]
-    references = [en for _, en in pairs]
-    hypotheses = []
-    for i in range(0, len(sources), 100):
-        hypotheses.extend(translate(sources[i : i + 100]))
-    for source, reference, hypothesis in list(zip(sources, references, hypotheses))[:SHOW]:
+    scores, hypotheses = evaluate(_translate_fn(version_dir), pairs, batch_size=100, progress=False)
+    for (source, reference), hypothesis in list(zip(pairs, hypotheses))[:SHOW]:
         print(f"pt:  {source}\nref: {reference}\nout: {hypothesis}\n")
-    bleu = sacrebleu.corpus_bleu(_reference_style(hypotheses, references), [references])
-    print(f"sample test BLEU ({len(pairs)} sentences, greedy): {bleu.score:.2f}  [{bleu}]")
+    print(f"sample test split, greedy, from the SavedModel: {scores.summary()}")
     print(f"total {time.perf_counter() - start:.0f} s (training {trained - start:.0f} s)")
     return 0
 

@@ -77,8 +77,10 @@ def score(
     if ted:
         hypotheses = [ted_style(h) for h in hypotheses]
     refs = [list(references)]
-    bleu = sacrebleu.metrics.BLEU(lowercase=True)
-    bleu_cased = sacrebleu.metrics.BLEU()
+    # force=True: our outputs end in a spaced " ." by design (and TED references too); it only
+    # silences sacreBLEU's "did you forget to detokenize" warning, the score is unchanged.
+    bleu = sacrebleu.metrics.BLEU(lowercase=True, force=True)
+    bleu_cased = sacrebleu.metrics.BLEU(force=True)
     chrf = sacrebleu.metrics.CHRF()
     return Scores(
         bleu=bleu.corpus_score(hypotheses, refs).score,
