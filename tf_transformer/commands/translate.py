@@ -69,12 +69,6 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def _is_saved_model(path: Path) -> bool:
-    """An exported SavedModel, or a TF Serving base path of numbered versions."""
-    versions = (p for p in path.glob("*/saved_model.pb") if p.parent.name.isdigit())
-    return (path / "saved_model.pb").is_file() or any(versions)
-
-
 def read_sentences(args: argparse.Namespace) -> list[str | bytes]:
     """The SENTENCE arguments, or stdin's lines as bytes (the Translator checks the UTF-8)."""
     if args.sentences:
@@ -83,26 +77,20 @@ def read_sentences(args: argparse.Namespace) -> list[str | bytes]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tf_transformer.load import saved_model_version
     from tf_transformer.run_dir import RunDir
-
-    # ValueError, not CLIError: under `python -m tf_transformer.cli` the module runs as __main__,
-    # whose CLIError is another class than tf_transformer.cli.CLIError; both end as exit 2.
 
     if args.server:
         return translate_with_server(args)
     if args.run_dir is None:
         raise ValueError("RUN_DIR is required (or --server URL).")
     root = Path(args.run_dir)
-    if _is_saved_model(root):
-        # Hook for the export issue: load with tf.saved_model.load and call its signature.
-        raise ValueError(
-            f"{root} is an exported SavedModel; translating from a SavedModel is not supported "
-            "yet: pass the run directory it was exported from."
-        )
-    if not root.is_dir():
-        raise FileNotFoundError(f"Run directory {root} does not exist.")
     if args.beam_size < 1 or args.batch_size < 1:
         raise ValueError("--beam-size and --batch-size must be at least 1.")
+    if saved_model_version(root) is not None:
+        return translate_with_saved_model(args, root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"Run directory {root} does not exist.")
     run_dir = RunDir(root)
     run_dir.read_config()  # a clear error before TensorFlow loads anything
 
@@ -129,6 +117,35 @@ def run(args: argparse.Namespace) -> int:
         result = translator.translate(sentences[:1], return_attention=True)
         figure = plot_attention_heads(
             result["attention"], result["src_tokens"], result["tgt_tokens"], args.plot_attention
+        )
+        plt.close(figure)
+        print(f"Wrote {args.plot_attention}", file=sys.stderr)
+    return 0
+
+
+def translate_with_saved_model(args: argparse.Namespace, root: Path) -> int:
+    """RUN_DIR is an exported SavedModel: decode as exported (`--beam-size 1`: `greedy`)."""
+    from tf_transformer.load import load_translate_fn, saved_model_version
+
+    translate, _ = load_translate_fn(root, beam_size=args.beam_size)
+    sentences = [s.decode("utf-8") if isinstance(s, bytes) else s for s in read_sentences(args)]
+    for start in range(0, len(sentences), args.batch_size):
+        for text in translate(sentences[start : start + args.batch_size]):
+            sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    if args.plot_attention and sentences:
+        import matplotlib.pyplot as plt
+        import tensorflow as tf
+
+        from tf_transformer.plots import plot_attention_heads
+
+        attention = tf.saved_model.load(str(saved_model_version(root))).signatures["attention"]
+        out = attention(sentence=tf.constant(sentences[0]))
+        figure = plot_attention_heads(
+            out["attention_weights"],
+            [t.decode("utf-8") for t in out["source_tokens"].numpy()],
+            [t.decode("utf-8") for t in out["target_tokens"].numpy()],
+            args.plot_attention,
         )
         plt.close(figure)
         print(f"Wrote {args.plot_attention}", file=sys.stderr)

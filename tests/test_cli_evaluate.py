@@ -1,0 +1,86 @@
+"""`tf-transformer evaluate` and `translate` on a run directory and on its exported SavedModel."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.export_helpers import tiny_export, tiny_run_dir
+from tf_transformer.load import load_translate_fn, saved_model_version
+
+pytestmark = pytest.mark.slow
+
+
+def cli(*args, stdin=None):
+    return subprocess.run(
+        [sys.executable, "-m", "tf_transformer.cli", *map(str, args)],
+        check=False,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_evaluate_prints_scores_signatures_and_writes_hypotheses(tmp_path):
+    output = tmp_path / "hyp.txt"
+    result = cli(
+        "evaluate",
+        tiny_run_dir().root,
+        "--dataset",
+        "sample",
+        "--split",
+        "test",
+        "--limit",
+        "12",
+        "--beam-size",
+        "1",
+        "--max-length",
+        "8",
+        "--output",
+        output,
+        "--quiet",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "BLEU signature: nrefs:1|case:lc|eff:no|tok:13a" in result.stdout
+    assert "chrF signature: nrefs:1|case:mixed" in result.stdout
+    scores = json.loads(result.stdout.strip().splitlines()[-1])
+    assert set(scores) == {"bleu", "chrf"} and 0 <= scores["bleu"] <= 100
+    assert len(output.read_text().splitlines()) == 12
+
+
+def test_run_dir_and_saved_model_translate_alike():
+    path, module = tiny_export()
+    assert saved_model_version(path.parent) == path  # a base path resolves to its highest version
+    sentences = ["o gato está na mesa .", "ela comprou um carro novo ."]
+    exported, described = load_translate_fn(path.parent, beam_size=1)
+    assert "greedy" in described
+    assert exported(sentences) == module.translator.translate_batch(sentences, beam_size=1)
+    assert exported([]) == []
+
+
+def test_translate_cli_reads_a_saved_model(tmp_path):
+    path, module = tiny_export()
+    png = tmp_path / "attention.png"
+    result = cli(
+        "translate",
+        path,
+        "--beam-size",
+        "1",
+        "--plot-attention",
+        png,
+        stdin="o gato está na mesa .\n\nela comprou um carro novo .\n",
+    )
+    assert result.returncode == 0, result.stderr
+    expected = module.translator.translate_batch(
+        ["o gato está na mesa .", "", "ela comprou um carro novo ."], beam_size=1
+    )
+    assert result.stdout.splitlines() == expected
+    assert png.stat().st_size > 1000
+
+
+def test_evaluate_refuses_what_is_not_a_model(tmp_path):
+    result = cli("evaluate", tmp_path / "missing", "--limit", "3")
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "neither a run directory" in result.stderr
