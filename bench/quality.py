@@ -145,6 +145,8 @@ def train_within_budget(args, root: Path) -> None:
         f"trained: step {result.step}, epoch {result.epoch}, stopped by {result.stopped_by}, "
         f"{record['minutes_used']:.1f} min used; averaged: {result.averaged_checkpoint}"
     )
+    if result.stopped_by in ("SIGINT", "SIGTERM"):
+        sys.exit(f"interrupted: continue with --resume --run-dir {run.root}")
 
 
 def evaluate_run(args, root: Path) -> dict:
