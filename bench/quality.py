@@ -112,8 +112,12 @@ def train_within_budget(args, root: Path) -> None:
     else:
         model_config, train_config = configs(args)
         started = time.monotonic()
-        tokenizers = build_tokenizers(pairs, vocab_size=train_config.vocab_size)
-        tokenizers.save(str(run.tokenizers_path))
+        if run.tokenizers_path.is_dir():  # left by a run that stopped before training
+            print(f"reusing the tokenizers in {run.tokenizers_path}")
+            tokenizers = run.load_tokenizers()
+        else:
+            tokenizers = build_tokenizers(pairs, vocab_size=train_config.vocab_size)
+            tokenizers.save(str(run.tokenizers_path))
         model_config = model_config.replace(
             input_vocab_size=int(tokenizers.pt.get_vocab_size()),
             target_vocab_size=int(tokenizers.en.get_vocab_size()),
