@@ -40,7 +40,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     parser = build_parser()
-    args = parser.parse_args(argv)  # argparse exits 2 on bad flags
+    # argparse (3.11) cannot match positionals that come after an option when the command also
+    # has optional positionals (`translate RUN --beam-size 1 "frase"`); a command that names
+    # such a list in `extra_positionals` gets those leftovers, anything else is still an error.
+    args, extras = parser.parse_known_args(argv)
+    field = getattr(args, "extra_positionals", None)
+    if extras and (field is None or any(e.startswith("-") for e in extras)):
+        parser.error(f"unrecognized arguments: {' '.join(extras)}")  # exits 2
+    if extras:
+        setattr(args, field, [*getattr(args, field), *extras])
     try:
         return int(args.func(args) or 0)
     except (CLIError, ValueError, FileNotFoundError, FileExistsError) as error:

@@ -66,7 +66,7 @@ def register(subparsers) -> None:
         default="transformer",
         help="The served model's name, with --server (default: transformer).",
     )
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, extra_positionals="sentences")
 
 
 def read_sentences(args: argparse.Namespace) -> list[str | bytes]:
