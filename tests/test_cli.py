@@ -6,7 +6,7 @@ from tf_transformer.cli import main
 
 
 def test_sentences_after_an_option_are_still_sentences(monkeypatch):
-    import tf_transformer.cli as cli
+    from tf_transformer import cli
 
     seen = {}
     parser_main = cli.build_parser
