@@ -4,11 +4,31 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any
+from typing import Any, Self
+
+
+class _DictConfig:
+    """`replace`, `to_dict` and `from_dict` shared by the frozen config dataclasses."""
+
+    def replace(self, **changes: Any) -> Self:
+        """Returns a copy with `changes` applied (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> Self:
+        """Builds from `to_dict()` output; unknown keys are refused by name."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"Unknown {cls.__name__} fields: {unknown}. Known: {sorted(known)}.")
+        return cls(**values)
 
 
 @dataclasses.dataclass(frozen=True)
-class ModelConfig:
+class ModelConfig(_DictConfig):
     """Hyperparameters of the encoder-decoder Transformer (paper names throughout).
 
     Defaults are the paper's base model ("Attention Is All You Need", Table 3).
@@ -41,21 +61,6 @@ class ModelConfig:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}.")
         if not 0.0 <= self.dropout_rate < 1.0:
             raise ValueError(f"dropout_rate must be in [0, 1), got {self.dropout_rate}.")
-
-    def replace(self, **changes: Any) -> ModelConfig:
-        """Returns a copy with `changes` applied (validated again)."""
-        return dataclasses.replace(self, **changes)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> ModelConfig:
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"Unknown ModelConfig fields: {unknown}. Known: {sorted(known)}.")
-        return cls(**values)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
@@ -101,7 +106,7 @@ def get_preset(name: str) -> ModelConfig:
 
 
 @dataclasses.dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(_DictConfig):
     """Training settings: optimizer and schedule (paper §5.3–5.4), data, run-time options."""
 
     epochs: int = 20  # passes over the training data (ignored once max_steps is reached)
@@ -149,21 +154,6 @@ class TrainConfig:
             raise ValueError(
                 f"strategy must be 'default', 'mirrored' or 'multiworker', got {self.strategy!r}."
             )
-
-    def replace(self, **changes: Any) -> TrainConfig:
-        """Returns a copy with `changes` applied (validated again)."""
-        return dataclasses.replace(self, **changes)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> TrainConfig:
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"Unknown TrainConfig fields: {unknown}. Known: {sorted(known)}.")
-        return cls(**values)
 
 
 # Training presets, paired by name with the model presets.
