@@ -31,3 +31,19 @@ def test_unknown_flags_still_exit_2(capsys):
     assert "unrecognized arguments: --no-such-flag" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["evaluate", "RUN", "stray"])  # evaluate takes no extra positionals
+
+
+def test_stdin_lines_are_text_and_bad_utf8_names_the_line(monkeypatch):
+    import argparse
+    import io
+    import sys
+
+    from tf_transformer.commands.translate import read_sentences
+
+    args = argparse.Namespace(sentences=[])
+    stdin = io.TextIOWrapper(io.BytesIO("olá .\r\n\nsegunda\n".encode()))
+    monkeypatch.setattr(sys, "stdin", stdin)
+    assert read_sentences(args) == ["olá .", "", "segunda"]
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"ok\n\xff\xfe\n")))
+    with pytest.raises(ValueError, match="Sentence 1 is not valid UTF-8"):
+        read_sentences(args)

@@ -69,16 +69,21 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run, extra_positionals="sentences")
 
 
-def read_sentences(args: argparse.Namespace) -> list[str | bytes]:
-    """The SENTENCE arguments, or stdin's lines as bytes (the Translator checks the UTF-8)."""
+def read_sentences(args: argparse.Namespace) -> list[str]:
+    """The SENTENCE arguments, or stdin's lines; a line that is not UTF-8 is a ValueError."""
     if args.sentences:
         return list(args.sentences)
-    return [line.rstrip(b"\r") for line in sys.stdin.buffer.read().splitlines()]
+    sentences = []
+    for index, line in enumerate(sys.stdin.buffer.read().splitlines()):
+        try:
+            sentences.append(line.rstrip(b"\r").decode("utf-8"))
+        except UnicodeDecodeError as error:
+            raise ValueError(f"Sentence {index} is not valid UTF-8: {error}.") from None
+    return sentences
 
 
 def run(args: argparse.Namespace) -> int:
     from tf_transformer.load import saved_model_version
-    from tf_transformer.run_dir import RunDir
 
     if args.server:
         return translate_with_server(args)
@@ -88,12 +93,33 @@ def run(args: argparse.Namespace) -> int:
     if args.beam_size < 1 or args.batch_size < 1:
         raise ValueError("--beam-size and --batch-size must be at least 1.")
     if saved_model_version(root) is not None:
-        return translate_with_saved_model(args, root)
-    if not root.is_dir():
+        translate, attention = _saved_model_functions(args, root)
+    elif root.is_dir():
+        translate, attention = _run_dir_functions(args, root)
+    else:
         raise FileNotFoundError(f"Run directory {root} does not exist.")
+    sentences = read_sentences(args)
+    for start in range(0, len(sentences), args.batch_size):
+        for text in translate(sentences[start : start + args.batch_size]):
+            sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    if args.plot_attention and sentences:
+        import matplotlib.pyplot as plt
+
+        from tf_transformer.plots import plot_attention_heads
+
+        figure = plot_attention_heads(*attention(sentences[0]), args.plot_attention)
+        plt.close(figure)
+        print(f"Wrote {args.plot_attention}", file=sys.stderr)
+    return 0
+
+
+def _run_dir_functions(args: argparse.Namespace, root: Path):
+    """`(translate, attention)` of a run directory's Translator."""
+    from tf_transformer.run_dir import RunDir
+
     run_dir = RunDir(root)
     run_dir.read_config()  # a clear error before TensorFlow loads anything
-
     from tf_transformer.translator import Translator
 
     translator = Translator(
@@ -104,52 +130,34 @@ def run(args: argparse.Namespace) -> int:
         alpha=args.length_penalty,
         jit_compile=args.jit_compile,
     )
-    sentences = read_sentences(args)
-    for start in range(0, len(sentences), args.batch_size):
-        for text in translator.translate_batch(sentences[start : start + args.batch_size]):
-            sys.stdout.write(text + "\n")
-        sys.stdout.flush()
-    if args.plot_attention and sentences:
-        import matplotlib.pyplot as plt
 
-        from tf_transformer.plots import plot_attention_heads
+    def attention(sentence: str):
+        result = translator.translate([sentence], return_attention=True)
+        return result["attention"], result["src_tokens"], result["tgt_tokens"]
 
-        result = translator.translate(sentences[:1], return_attention=True)
-        figure = plot_attention_heads(
-            result["attention"], result["src_tokens"], result["tgt_tokens"], args.plot_attention
-        )
-        plt.close(figure)
-        print(f"Wrote {args.plot_attention}", file=sys.stderr)
-    return 0
+    return translator.translate_batch, attention
 
 
-def translate_with_saved_model(args: argparse.Namespace, root: Path) -> int:
-    """RUN_DIR is an exported SavedModel: decode as exported (`--beam-size 1`: `greedy`)."""
+def _saved_model_functions(args: argparse.Namespace, root: Path):
+    """`(translate, attention)` of an exported SavedModel: it decodes as exported
+    (`--beam-size 1`: its `greedy` signature), attention from its `attention` signature."""
+    import tensorflow as tf
+
     from tf_transformer.load import load_translate_fn, saved_model_version
 
     translate, _ = load_translate_fn(root, beam_size=args.beam_size)
-    sentences = [s.decode("utf-8") if isinstance(s, bytes) else s for s in read_sentences(args)]
-    for start in range(0, len(sentences), args.batch_size):
-        for text in translate(sentences[start : start + args.batch_size]):
-            sys.stdout.write(text + "\n")
-        sys.stdout.flush()
-    if args.plot_attention and sentences:
-        import matplotlib.pyplot as plt
-        import tensorflow as tf
 
-        from tf_transformer.plots import plot_attention_heads
-
-        attention = tf.saved_model.load(str(saved_model_version(root))).signatures["attention"]
-        out = attention(sentence=tf.constant(sentences[0]))
-        figure = plot_attention_heads(
+    def attention(sentence: str):
+        signature = tf.saved_model.load(str(saved_model_version(root))).signatures["attention"]
+        out = signature(sentence=tf.constant(sentence))
+        as_text = lambda tokens: [t.decode("utf-8") for t in tokens.numpy()]
+        return (
             out["attention_weights"],
-            [t.decode("utf-8") for t in out["source_tokens"].numpy()],
-            [t.decode("utf-8") for t in out["target_tokens"].numpy()],
-            args.plot_attention,
+            as_text(out["source_tokens"]),
+            as_text(out["target_tokens"]),
         )
-        plt.close(figure)
-        print(f"Wrote {args.plot_attention}", file=sys.stderr)
-    return 0
+
+    return translate, attention
 
 
 def translate_with_server(args: argparse.Namespace) -> int:
@@ -160,12 +168,7 @@ def translate_with_server(args: argparse.Namespace) -> int:
         args.sentences = [args.run_dir, *args.sentences]
     if args.batch_size < 1:
         raise ValueError("--batch-size must be at least 1.")
-    sentences = []
-    for index, sentence in enumerate(read_sentences(args)):
-        try:
-            sentences.append(sentence.decode("utf-8") if isinstance(sentence, bytes) else sentence)
-        except UnicodeDecodeError as error:
-            raise ValueError(f"Sentence {index} is not valid UTF-8: {error}.") from None
+    sentences = read_sentences(args)
     client = ServingClient(
         args.server,
         args.model_name,
