@@ -207,7 +207,10 @@ def evaluate_run(args, root: Path) -> dict:
                     batch, beam_size=b, alpha=a
                 ),
                 pairs,
-                hypotheses_path=run.root / "hypotheses" / f"{dev}.{beam_size}.{alpha:g}.txt",
+                hypotheses_path=run.root
+                / "hypotheses"
+                / Path(checkpoint).name
+                / f"{dev}.{beam_size}.{alpha:g}.txt",
                 progress=not args.quiet,
             )
             results[(dev, name)] = scores

@@ -1,0 +1,114 @@
+"""bench/quality.py end to end on a tiny corpus: a run resumes where it stopped, evaluation from
+the run directory alone is reproducible, and an existing run is never overwritten."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tf_transformer.data.sample import sample_pairs
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "bench" / "quality.py"
+# The layout bench/quality.py reads from ../shared/data: folders of aligned {split}.pt/.en files.
+LAYOUT = {
+    "tatoeba_pt_en": {"train": 48, "dev": 6},
+    "crioleset": {"train": 16},
+    "ted_hrlr_validation": {"dev": 4},
+}
+TINY = [
+    "--num-layers", "1", "--d-model", "32", "--num-heads", "2", "--dff", "64", "--vocab-size", "200", "--token-budget", "256", "--max-length", "24",
+    "--checkpoint-every", "5", "--beam-size", "2", "--quiet",
+]  # fmt: skip
+
+
+def _write_corpora(root: Path) -> None:
+    pairs = iter(sample_pairs("train", size=100))
+    for folder, splits in LAYOUT.items():
+        (root / folder).mkdir(parents=True)
+        for split, count in splits.items():
+            chosen = [next(pairs) for _ in range(count)]
+            for lang, column in (("pt", 0), ("en", 1)):
+                text = "".join(pair[column] + "\n" for pair in chosen)
+                (root / folder / f"{split}.{lang}").write_text(text, encoding="utf-8")
+
+
+def _quality(*args: str) -> subprocess.CompletedProcess:
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=REPO,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def _last_line(result: subprocess.CompletedProcess) -> str:
+    return result.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """Trains 10 steps, then resumes to 20; returns (data, run_dir, the resumed call's output)."""
+    root = tmp_path_factory.mktemp("quality")
+    data, run_dir = root / "data", root / "run"
+    _write_corpora(data)
+    first = _quality(
+        "--data", str(data), "--run-dir", str(run_dir), "--max-steps", "10", *TINY,
+        "--beam-size", "1", "--skip-ted",  # the first evaluation is not checked: keep it short
+    )  # fmt: skip
+    assert "trained: step 10" in first.stdout
+    resumed = _quality(
+        "--data", str(data), "--run-dir", str(run_dir), "--resume", "--max-steps", "20",
+        "--beam-size", "2", "--quiet",
+    )  # fmt: skip
+    return data, run_dir, resumed
+
+
+def test_resume_continues_from_the_checkpoint(tiny_run):
+    _, run_dir, resumed = tiny_run
+    assert "trained: step 20," in resumed.stdout
+    record = json.loads((run_dir / "quality.json").read_text())
+    assert record["step"] == 20
+    assert 0 < record["minutes_used"] < record["budget"] == 27.0
+    assert (run_dir / "checkpoints" / "ckpt-20.index").is_file()
+
+
+def test_evaluation_is_reproducible_from_the_run_dir(tiny_run):
+    data, run_dir, resumed = tiny_run
+    line = _last_line(resumed)
+    assert line.startswith("quality: tatoeba_dev_bleu_lc=")
+    assert "ted_dev_bleu_lc=" in line and line.endswith("steps=20")
+    hypotheses = run_dir / "hypotheses" / "averaged"  # small-data averages the last 5
+    written = {path.name: path.read_text() for path in hypotheses.iterdir()}
+    assert sorted(written) == [
+        "tatoeba_dev.1.0.txt", "tatoeba_dev.2.0.6.txt", "ted_dev.1.0.txt", "ted_dev.2.0.6.txt",
+    ]  # fmt: skip
+    assert len(written["tatoeba_dev.1.0.txt"].splitlines()) == LAYOUT["tatoeba_pt_en"]["dev"]
+    again = _quality(
+        "--data", str(data), "--eval-only", str(run_dir), "--beam-size", "2", "--quiet"
+    )
+    assert _last_line(again) == line
+    assert {path.name: path.read_text() for path in hypotheses.iterdir()} == written
+
+
+def test_an_existing_run_is_refused_untouched(tiny_run):
+    data, run_dir, _ = tiny_run
+    before = (run_dir / "config.json").read_text()
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--data", str(data), "--run-dir", str(run_dir), *TINY],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=REPO,
+    )
+    assert result.returncode != 0
+    assert "exists; pass --resume" in result.stderr
+    assert (run_dir / "config.json").read_text() == before
+    assert (run_dir / "checkpoints" / "ckpt-20.index").is_file()
