@@ -14,9 +14,12 @@ $(STAMP): setup.cfg pyproject.toml
 
 venv: $(STAMP)
 
+# Test processes in parallel (pytest-xdist): most of the suite is single-threaded tracing.
+TEST_WORKERS ?= 2
+
 # pytest exits 5 when it collects no test; that is a failure of the suite, say so.
 test: $(STAMP)
-	@$(PY) -m pytest -q -p no:cacheprovider; rc=$$?; \
+	@$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: no tests were collected"; exit 1; fi; exit $$rc
 
 demo: $(STAMP)
