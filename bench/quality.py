@@ -35,23 +35,14 @@ DATA = REPO.parent / "shared" / "data"
 TRAIN_CORPORA = ("tatoeba_pt_en", "crioleset")
 DEV_SETS = {"tatoeba_dev": "tatoeba_pt_en", "ted_dev": "ted_hrlr_validation"}
 
-
-def _flag(text: str) -> bool:
-    if text.lower() in ("1", "true", "yes", "on"):
-        return True
-    if text.lower() in ("0", "false", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
-
-
 MODEL_KNOBS = {
     "num_layers": int,
     "d_model": int,
     "num_heads": int,
     "dff": int,
     "dropout_rate": float,
-    "norm_first": _flag,
-    "share_target_embeddings": _flag,
+    "norm_first": bool,  # --norm-first / --no-norm-first
+    "share_target_embeddings": bool,
 }
 TRAIN_KNOBS = {
     "warmup_steps": int,
@@ -259,7 +250,11 @@ def main() -> None:
     parser.add_argument("--preset", default="small-data", choices=sorted(TRAIN_PRESETS))
     parser.add_argument("--max-minutes", type=float, default=None, help="Default 27.")
     for name, kind in (*MODEL_KNOBS.items(), *TRAIN_KNOBS.items()):
-        parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=None)
+        flag = f"--{name.replace('_', '-')}"
+        if kind is bool:
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None)
+        else:
+            parser.add_argument(flag, type=kind, default=None)
     parser.add_argument("--beam-size", type=int, default=4, help="1: greedy only.")
     parser.add_argument("--alpha", type=float, default=0.6, help="Beam length penalty.")
     parser.add_argument("--checkpoint", default=None, help="averaged | latest | PREFIX.")

@@ -35,8 +35,8 @@ def _write_corpora(root: Path) -> None:
                 (root / folder / f"{split}.{lang}").write_text(text, encoding="utf-8")
 
 
-def _quality(*args: str) -> subprocess.CompletedProcess:
-    result = subprocess.run(
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
         [sys.executable, str(SCRIPT), *args],
         capture_output=True,
         text=True,
@@ -44,6 +44,10 @@ def _quality(*args: str) -> subprocess.CompletedProcess:
         check=False,
         cwd=REPO,
     )
+
+
+def _quality(*args: str) -> subprocess.CompletedProcess:
+    result = _run(*args)
     assert result.returncode == 0, result.stderr[-3000:]
     return result
 
@@ -100,14 +104,7 @@ def test_evaluation_is_reproducible_from_the_run_dir(tiny_run):
 def test_an_existing_run_is_refused_untouched(tiny_run):
     data, run_dir, _ = tiny_run
     before = (run_dir / "config.json").read_text()
-    result = subprocess.run(
-        [sys.executable, str(SCRIPT), "--data", str(data), "--run-dir", str(run_dir), *TINY],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        cwd=REPO,
-    )
+    result = _run("--data", str(data), "--run-dir", str(run_dir), *TINY)
     assert result.returncode != 0
     assert "exists; pass --resume" in result.stderr
     assert (run_dir / "config.json").read_text() == before
