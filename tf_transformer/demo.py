@@ -35,25 +35,12 @@ DEMO_TRAIN = TrainConfig(
 SHOW = 5
 
 
-def _translate_fn(version_dir: Path):
-    """A `list[str] -> list[str]` greedy translator over the exported SavedModel."""
-    import tensorflow as tf
-    import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
-
-    greedy = tf.saved_model.load(str(version_dir)).signatures["greedy"]
-
-    def translate(sentences: list[str]) -> list[str]:
-        out = greedy(sentences=tf.constant(sentences))["translations"]
-        return [t.decode("utf-8") for t in out.numpy()]
-
-    return translate
-
-
 def main() -> int:
     from tf_transformer.commands.train import train_run
     from tf_transformer.data import load_dataset
     from tf_transformer.evaluate import evaluate
     from tf_transformer.export import export_run_dir
+    from tf_transformer.load import load_translate_fn
 
     start = time.perf_counter()
     result = train_run(RUN_DIR, dataset="sample", model_config=DEMO_MODEL, train_config=DEMO_TRAIN)
@@ -67,7 +54,8 @@ def main() -> int:
     pairs = [
         (pt.decode(), en.decode()) for pt, en in load_dataset("sample", "test").as_numpy_iterator()
     ]
-    scores, hypotheses = evaluate(_translate_fn(version_dir), pairs, batch_size=100, progress=False)
+    greedy, _ = load_translate_fn(version_dir, beam_size=1)  # the export's `greedy` signature
+    scores, hypotheses = evaluate(greedy, pairs, batch_size=100, progress=False)
     for (source, reference), hypothesis in list(zip(pairs, hypotheses))[:SHOW]:
         print(f"pt:  {source}\nref: {reference}\nout: {hypothesis}\n")
     print(f"sample test split, greedy, from the SavedModel: {scores.summary()}")
