@@ -11,6 +11,18 @@ from tf_transformer.layers.decoder import Decoder
 from tf_transformer.layers.encoder import Encoder
 from tf_transformer.masks import create_look_ahead_mask, create_masks, create_padding_mask
 
+# The `ModelConfig` fields the encoder and decoder stacks take (besides their vocabulary size).
+STACK_ARGUMENTS = (
+    "num_layers",
+    "d_model",
+    "num_heads",
+    "dff",
+    "dropout_rate",
+    "max_length",
+    "norm_first",
+    "positional_layout",
+)
+
 
 @tf.keras.utils.register_keras_serializable(package="tf_transformer")
 class Transformer(tf.keras.Model):
@@ -21,6 +33,9 @@ class Transformer(tf.keras.Model):
     `initial_cache` and `decode_step`; attention weights for plots come from
     `call_with_attention`. Masks are built inside from PAD = 0 (**1.0 = masked**) and passed
     explicitly to every layer.
+
+    Keyword arguments are the fields of `ModelConfig` (same names, defaults and validation;
+    the defaults are the paper's base model), plus those of `tf.keras.Model` (`name`, `dtype`).
 
     Args:
       num_layers, d_model, num_heads, dff, dropout_rate: paper sizes.
@@ -44,56 +59,23 @@ class Transformer(tf.keras.Model):
       TensorShape([1, 2, 60])
     """
 
-    def __init__(
-        self,
-        *,
-        num_layers: int,
-        d_model: int,
-        num_heads: int,
-        dff: int,
-        input_vocab_size: int,
-        target_vocab_size: int,
-        dropout_rate: float = 0.1,
-        max_length: int = 512,
-        norm_first: bool = False,
-        positional_layout: str = "interleaved",
-        share_target_embeddings: bool = False,
-        **kwargs,
-    ):
+    def __init__(self, **kwargs):
+        # The hyperparameters are the fields of `ModelConfig` (one definition of their names,
+        # defaults and validation); everything else goes to `tf.keras.Model`.
+        fields = {field.name for field in dataclasses.fields(ModelConfig)}
+        config = ModelConfig(**{name: kwargs.pop(name) for name in fields & set(kwargs)})
         super().__init__(**kwargs)
-        # Validates the sizes in one place.
-        self.config = ModelConfig(
-            num_layers=num_layers,
-            d_model=d_model,
-            num_heads=num_heads,
-            dff=dff,
-            dropout_rate=dropout_rate,
-            input_vocab_size=input_vocab_size,
-            target_vocab_size=target_vocab_size,
-            max_length=max_length,
-            norm_first=norm_first,
-            positional_layout=positional_layout,
-            share_target_embeddings=share_target_embeddings,
-        )
-        for name, value in dataclasses.asdict(self.config).items():
+        self.config = config
+        for name, value in dataclasses.asdict(config).items():
             setattr(self, name, value)
-        common = {
-            "num_layers": num_layers,
-            "d_model": d_model,
-            "num_heads": num_heads,
-            "dff": dff,
-            "dropout_rate": dropout_rate,
-            "max_length": max_length,
-            "norm_first": norm_first,
-            "positional_layout": positional_layout,
-            "dtype": self.dtype_policy,
-        }
-        self.encoder = Encoder(vocab_size=input_vocab_size, name="encoder", **common)
-        self.decoder = Decoder(vocab_size=target_vocab_size, name="decoder", **common)
+        stack = {name: getattr(config, name) for name in STACK_ARGUMENTS}
+        stack["dtype"] = self.dtype_policy
+        self.encoder = Encoder(vocab_size=config.input_vocab_size, name="encoder", **stack)
+        self.decoder = Decoder(vocab_size=config.target_vocab_size, name="decoder", **stack)
         self.final_layer = None
-        if not share_target_embeddings:
+        if not config.share_target_embeddings:
             self.final_layer = tf.keras.layers.Dense(
-                target_vocab_size, name="final_layer", dtype=self.dtype_policy
+                config.target_vocab_size, name="final_layer", dtype=self.dtype_policy
             )
 
     def build(self, input_shape=None):

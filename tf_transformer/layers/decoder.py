@@ -5,13 +5,12 @@ from __future__ import annotations
 import tensorflow as tf
 
 from tf_transformer.layers.attention import MultiHeadAttention
-from tf_transformer.layers.encoder import layer_norm
 from tf_transformer.layers.feed_forward import FeedForward
-from tf_transformer.layers.positional_encoding import PositionalEmbedding
+from tf_transformer.layers.stack import Stack, SublayerBlock
 
 
 @tf.keras.utils.register_keras_serializable(package="tf_transformer")
-class DecoderLayer(tf.keras.layers.Layer):
+class DecoderLayer(SublayerBlock):
     """Masked self-attention, cross-attention over the encoder output, feed-forward (section 3.1).
 
     Each block has dropout, a residual connection and LayerNorm; post-norm by default,
@@ -42,51 +41,19 @@ class DecoderLayer(tf.keras.layers.Layer):
       (TensorShape([1, 3, 8]), TensorShape([1, 2, 3, 4]))
     """
 
-    def __init__(
-        self,
-        *,
-        d_model: int,
-        num_heads: int,
-        dff: int,
-        dropout_rate: float = 0.1,
-        norm_first: bool = False,
-        **kwargs,
-    ):
-        super().__init__(**kwargs)
-        self.d_model = d_model
-        self.num_heads = num_heads
-        self.dff = dff
-        self.dropout_rate = dropout_rate
-        self.norm_first = norm_first
-        policy = self.dtype_policy
-        self.self_attention = MultiHeadAttention(
-            d_model=d_model, num_heads=num_heads, name="self_attention", dtype=policy
-        )
-        self.cross_attention = MultiHeadAttention(
-            d_model=d_model, num_heads=num_heads, name="cross_attention", dtype=policy
-        )
-        self.ffn = FeedForward(d_model=d_model, dff=dff, name="ffn", dtype=policy)
-        self.norm1 = layer_norm("norm1", policy)
-        self.norm2 = layer_norm("norm2", policy)
-        self.norm3 = layer_norm("norm3", policy)
-        self.dropout1 = tf.keras.layers.Dropout(dropout_rate, dtype=policy)
-        self.dropout2 = tf.keras.layers.Dropout(dropout_rate, dtype=policy)
-        self.dropout3 = tf.keras.layers.Dropout(dropout_rate, dtype=policy)
+    blocks = 3
 
-    def build(self, *args, **kwargs):
-        # Explicit builds: Keras 3 would otherwise trace `call` symbolically to find the weights,
-        # once per nesting level (seconds per model on a CPU).
-        shape = (None, None, self.d_model)
-        for layer in (
-            self.self_attention,
-            self.cross_attention,
-            self.ffn,
-            self.norm1,
-            self.norm2,
-            self.norm3,
-        ):
-            layer.build(shape)
-        self.built = True
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        policy = self.dtype_policy
+        sizes = {"d_model": self.d_model, "num_heads": self.num_heads, "dtype": policy}
+        self.self_attention = MultiHeadAttention(name="self_attention", **sizes)
+        self.cross_attention = MultiHeadAttention(name="cross_attention", **sizes)
+        self.ffn = FeedForward(d_model=self.d_model, dff=self.dff, name="ffn", dtype=policy)
+        self.make_norms_and_dropouts()
+
+    def _sublayers(self):
+        return [self.self_attention, self.cross_attention, self.ffn]
 
     def call(
         self,
@@ -132,20 +99,9 @@ class DecoderLayer(tf.keras.layers.Layer):
             return x, self_weights, cross_weights
         return x, self_weights, cross_weights, new_cache
 
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            d_model=self.d_model,
-            num_heads=self.num_heads,
-            dff=self.dff,
-            dropout_rate=self.dropout_rate,
-            norm_first=self.norm_first,
-        )
-        return config
-
 
 @tf.keras.utils.register_keras_serializable(package="tf_transformer")
-class Decoder(tf.keras.layers.Layer):
+class Decoder(Stack):
     """Positional embedding, dropout and `num_layers` DecoderLayers (plus a final norm in pre-norm).
 
     Args:
@@ -170,53 +126,8 @@ class Decoder(tf.keras.layers.Layer):
       (TensorShape([1, 2, 8]), TensorShape([1, 2, 2, 4]))
     """
 
-    def __init__(
-        self,
-        *,
-        num_layers: int,
-        d_model: int,
-        num_heads: int,
-        dff: int,
-        vocab_size: int,
-        dropout_rate: float = 0.1,
-        max_length: int = 512,
-        norm_first: bool = False,
-        positional_layout: str = "interleaved",
-        **kwargs,
-    ):
-        super().__init__(**kwargs)
-        self.num_layers = num_layers
-        self.d_model = d_model
-        self.num_heads = num_heads
-        self.dff = dff
-        self.vocab_size = vocab_size
-        self.dropout_rate = dropout_rate
-        self.max_length = max_length
-        self.norm_first = norm_first
-        self.positional_layout = positional_layout
-        policy = self.dtype_policy
-        self.embedding = PositionalEmbedding(
-            vocab_size=vocab_size,
-            d_model=d_model,
-            max_length=max_length,
-            positional_layout=positional_layout,
-            name="positional_embedding",
-            dtype=policy,
-        )
-        self.dropout = tf.keras.layers.Dropout(dropout_rate, dtype=policy)
-        self.dec_layers = [
-            DecoderLayer(
-                d_model=d_model,
-                num_heads=num_heads,
-                dff=dff,
-                dropout_rate=dropout_rate,
-                norm_first=norm_first,
-                name=f"layer_{i}",
-                dtype=policy,
-            )
-            for i in range(num_layers)
-        ]
-        self.final_norm = layer_norm("final_norm", policy) if norm_first else None
+    layer_class = DecoderLayer
+    layers_attribute = "dec_layers"
 
     def initial_cache(self, context, cache_length):
         """A fixed-size decoding cache: empty self-attention slots, cross keys/values computed once.
@@ -233,22 +144,12 @@ class Decoder(tf.keras.layers.Layer):
         depth = self.d_model // self.num_heads
         zeros = tf.zeros((batch, self.num_heads, cache_length, depth), context.dtype)
         cache = []
-        for layer in self.dec_layers:
+        for layer in self.stack:
             key, value = layer.cross_attention.project_key_value(context)
             cache.append(
                 {"self": {"key": zeros, "value": zeros}, "cross": {"key": key, "value": value}}
             )
         return cache
-
-    def build(self, *args, **kwargs):
-        # Explicit builds: Keras 3 would otherwise trace `call` symbolically to find the weights,
-        # once per nesting level (seconds per model on a CPU).
-        self.embedding.build((None, None))
-        for layer in self.dec_layers:
-            layer.build()
-        if self.final_norm is not None:
-            self.final_norm.build((None, None, self.d_model))
-        self.built = True
 
     def call(
         self,
@@ -262,10 +163,10 @@ class Decoder(tf.keras.layers.Layer):
         cache_index=None,
     ):
         offset = 0 if cache_index is None else cache_index
-        x = self.dropout(self.embedding(ids, offset=offset), training=training)
+        x = self.embed(ids, offset=offset, training=training)
         attention = {"self": [], "cross": []}
         new_cache = []
-        for i, layer in enumerate(self.dec_layers):
+        for i, layer in enumerate(self.stack):
             if cache is None:
                 x, self_w, cross_w = layer(
                     x, context, self_mask=self_mask, cross_mask=cross_mask, training=training
@@ -283,23 +184,7 @@ class Decoder(tf.keras.layers.Layer):
                 new_cache.append(layer_cache)
             attention["self"].append(self_w)
             attention["cross"].append(cross_w)
-        if self.final_norm is not None:
-            x = self.final_norm(x)
+        x = self.finish(x)
         if cache is None:
             return x, attention
         return x, attention, new_cache
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            num_layers=self.num_layers,
-            d_model=self.d_model,
-            num_heads=self.num_heads,
-            dff=self.dff,
-            vocab_size=self.vocab_size,
-            dropout_rate=self.dropout_rate,
-            max_length=self.max_length,
-            norm_first=self.norm_first,
-            positional_layout=self.positional_layout,
-        )
-        return config

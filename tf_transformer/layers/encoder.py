@@ -6,15 +6,11 @@ import tensorflow as tf
 
 from tf_transformer.layers.attention import MultiHeadAttention
 from tf_transformer.layers.feed_forward import FeedForward
-from tf_transformer.layers.positional_encoding import PositionalEmbedding
-
-
-def layer_norm(name, dtype):
-    return tf.keras.layers.LayerNormalization(epsilon=1e-6, name=name, dtype=dtype)
+from tf_transformer.layers.stack import Stack, SublayerBlock
 
 
 @tf.keras.utils.register_keras_serializable(package="tf_transformer")
-class EncoderLayer(tf.keras.layers.Layer):
+class EncoderLayer(SublayerBlock):
     """Self-attention then feed-forward, each with dropout, residual and LayerNorm (section 3.1).
 
     Post-norm (`x = norm(x + sublayer(x))`, the paper) by default; `norm_first=True` gives
@@ -41,39 +37,19 @@ class EncoderLayer(tf.keras.layers.Layer):
       (TensorShape([1, 3, 8]), TensorShape([1, 2, 3, 3]))
     """
 
-    def __init__(
-        self,
-        *,
-        d_model: int,
-        num_heads: int,
-        dff: int,
-        dropout_rate: float = 0.1,
-        norm_first: bool = False,
-        **kwargs,
-    ):
+    blocks = 2
+
+    def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self.d_model = d_model
-        self.num_heads = num_heads
-        self.dff = dff
-        self.dropout_rate = dropout_rate
-        self.norm_first = norm_first
         policy = self.dtype_policy
         self.self_attention = MultiHeadAttention(
-            d_model=d_model, num_heads=num_heads, name="self_attention", dtype=policy
+            d_model=self.d_model, num_heads=self.num_heads, name="self_attention", dtype=policy
         )
-        self.ffn = FeedForward(d_model=d_model, dff=dff, name="ffn", dtype=policy)
-        self.norm1 = layer_norm("norm1", policy)
-        self.norm2 = layer_norm("norm2", policy)
-        self.dropout1 = tf.keras.layers.Dropout(dropout_rate, dtype=policy)
-        self.dropout2 = tf.keras.layers.Dropout(dropout_rate, dtype=policy)
+        self.ffn = FeedForward(d_model=self.d_model, dff=self.dff, name="ffn", dtype=policy)
+        self.make_norms_and_dropouts()
 
-    def build(self, *args, **kwargs):
-        # Explicit builds: Keras 3 would otherwise trace `call` symbolically to find the weights,
-        # once per nesting level (seconds per model on a CPU).
-        shape = (None, None, self.d_model)
-        for layer in (self.self_attention, self.ffn, self.norm1, self.norm2):
-            layer.build(shape)
-        self.built = True
+    def _sublayers(self):
+        return [self.self_attention, self.ffn]
 
     def call(self, x, *, padding_mask=None, training=None):
         # Self-attention block.
@@ -89,20 +65,9 @@ class EncoderLayer(tf.keras.layers.Layer):
             x = self.norm2(x)
         return x, weights
 
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            d_model=self.d_model,
-            num_heads=self.num_heads,
-            dff=self.dff,
-            dropout_rate=self.dropout_rate,
-            norm_first=self.norm_first,
-        )
-        return config
-
 
 @tf.keras.utils.register_keras_serializable(package="tf_transformer")
-class Encoder(tf.keras.layers.Layer):
+class Encoder(Stack):
     """Positional embedding, dropout and `num_layers` EncoderLayers (plus a final norm in pre-norm).
 
     The padding mask is passed explicitly to every layer (Keras 3 implicit masks would be dropped
@@ -130,85 +95,13 @@ class Encoder(tf.keras.layers.Layer):
       (TensorShape([1, 3, 8]), 2)
     """
 
-    def __init__(
-        self,
-        *,
-        num_layers: int,
-        d_model: int,
-        num_heads: int,
-        dff: int,
-        vocab_size: int,
-        dropout_rate: float = 0.1,
-        max_length: int = 512,
-        norm_first: bool = False,
-        positional_layout: str = "interleaved",
-        **kwargs,
-    ):
-        super().__init__(**kwargs)
-        self.num_layers = num_layers
-        self.d_model = d_model
-        self.num_heads = num_heads
-        self.dff = dff
-        self.vocab_size = vocab_size
-        self.dropout_rate = dropout_rate
-        self.max_length = max_length
-        self.norm_first = norm_first
-        self.positional_layout = positional_layout
-        policy = self.dtype_policy
-        self.embedding = PositionalEmbedding(
-            vocab_size=vocab_size,
-            d_model=d_model,
-            max_length=max_length,
-            positional_layout=positional_layout,
-            name="positional_embedding",
-            dtype=policy,
-        )
-        self.dropout = tf.keras.layers.Dropout(dropout_rate, dtype=policy)
-        self.enc_layers = [
-            EncoderLayer(
-                d_model=d_model,
-                num_heads=num_heads,
-                dff=dff,
-                dropout_rate=dropout_rate,
-                norm_first=norm_first,
-                name=f"layer_{i}",
-                dtype=policy,
-            )
-            for i in range(num_layers)
-        ]
-        self.final_norm = layer_norm("final_norm", policy) if norm_first else None
-
-    def build(self, *args, **kwargs):
-        # Explicit builds: Keras 3 would otherwise trace `call` symbolically to find the weights,
-        # once per nesting level (seconds per model on a CPU).
-        self.embedding.build((None, None))
-        for layer in self.enc_layers:
-            layer.build()
-        if self.final_norm is not None:
-            self.final_norm.build((None, None, self.d_model))
-        self.built = True
+    layer_class = EncoderLayer
+    layers_attribute = "enc_layers"
 
     def call(self, ids, *, padding_mask=None, training=None):
-        x = self.dropout(self.embedding(ids), training=training)
+        x = self.embed(ids, training=training)
         weights = []
-        for layer in self.enc_layers:
+        for layer in self.stack:
             x, layer_weights = layer(x, padding_mask=padding_mask, training=training)
             weights.append(layer_weights)
-        if self.final_norm is not None:
-            x = self.final_norm(x)
-        return x, weights
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            num_layers=self.num_layers,
-            d_model=self.d_model,
-            num_heads=self.num_heads,
-            dff=self.dff,
-            vocab_size=self.vocab_size,
-            dropout_rate=self.dropout_rate,
-            max_length=self.max_length,
-            norm_first=self.norm_first,
-            positional_layout=self.positional_layout,
-        )
-        return config
+        return self.finish(x), weights

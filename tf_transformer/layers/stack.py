@@ -1,0 +1,179 @@
+"""The stack shared by the encoder and the decoder: embedding, N layers, a final norm in pre-norm."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from tf_transformer.layers.positional_encoding import PositionalEmbedding
+
+
+def layer_norm(name: str, dtype) -> tf.keras.layers.LayerNormalization:
+    """The LayerNorm of every residual block (ε = 1e-6, as in the tutorial)."""
+    return tf.keras.layers.LayerNormalization(epsilon=1e-6, name=name, dtype=dtype)
+
+
+class SublayerBlock(tf.keras.layers.Layer):
+    """What an encoder or decoder layer shares: its sizes, norms and dropouts, and `get_config`.
+
+    A layer with `blocks` residual blocks gets `norm1 … normN` and `dropout1 … dropoutN`. Each
+    block is `x = norm(x + dropout(sublayer(x)))` (post-norm, the paper) or
+    `x = x + dropout(sublayer(norm(x)))` (`norm_first=True`, pre-norm), written out in the
+    subclass's `call`.
+    """
+
+    blocks: int  # residual blocks per layer: 2 in the encoder, 3 in the decoder
+
+    def __init__(
+        self,
+        *,
+        d_model: int,
+        num_heads: int,
+        dff: int,
+        dropout_rate: float = 0.1,
+        norm_first: bool = False,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.dff = dff
+        self.dropout_rate = dropout_rate
+        self.norm_first = norm_first
+
+    def make_norms_and_dropouts(self) -> None:
+        """`norm1 … normN` and `dropout1 … dropoutN`, created after the sublayers (weight order)."""
+        policy = self.dtype_policy
+        for i in range(1, self.blocks + 1):
+            setattr(self, f"norm{i}", layer_norm(f"norm{i}", policy))
+        for i in range(1, self.blocks + 1):
+            setattr(self, f"dropout{i}", tf.keras.layers.Dropout(self.dropout_rate, dtype=policy))
+
+    def build(self, *args, **kwargs):
+        # Explicit builds: Keras 3 would otherwise trace `call` symbolically to find the weights,
+        # once per nesting level (seconds per model on a CPU).
+        shape = (None, None, self.d_model)
+        for layer in self._sublayers():
+            layer.build(shape)
+        for i in range(1, self.blocks + 1):
+            getattr(self, f"norm{i}").build(shape)
+        self.built = True
+
+    def _sublayers(self) -> list[tf.keras.layers.Layer]:
+        raise NotImplementedError
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            d_model=self.d_model,
+            num_heads=self.num_heads,
+            dff=self.dff,
+            dropout_rate=self.dropout_rate,
+            norm_first=self.norm_first,
+        )
+        return config
+
+
+class Stack(tf.keras.layers.Layer):
+    """Positional embedding, dropout and `num_layers` layers (plus a final norm in pre-norm).
+
+    `Encoder` and `Decoder` are this stack with their own layer class and `call`: one
+    implementation of the embedding, the layer list, the explicit build and the config.
+
+    Args:
+      num_layers, d_model, num_heads, dff, dropout_rate, norm_first: as in the layers.
+      vocab_size: the vocabulary of the ids this stack embeds.
+      max_length: positions of the sinusoid table.
+      positional_layout: "interleaved" (paper) or "concat" (tutorial).
+    """
+
+    layer_class: type[SublayerBlock]
+    # The attribute holding the layer list. Its name is part of every checkpoint's object graph
+    # (`encoder/enc_layers/0/...`), so the encoder and decoder keep the names they always had.
+    layers_attribute: str
+
+    def __init__(
+        self,
+        *,
+        num_layers: int,
+        d_model: int,
+        num_heads: int,
+        dff: int,
+        vocab_size: int,
+        dropout_rate: float = 0.1,
+        max_length: int = 512,
+        norm_first: bool = False,
+        positional_layout: str = "interleaved",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.num_layers = num_layers
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.dff = dff
+        self.vocab_size = vocab_size
+        self.dropout_rate = dropout_rate
+        self.max_length = max_length
+        self.norm_first = norm_first
+        self.positional_layout = positional_layout
+        policy = self.dtype_policy
+        self.embedding = PositionalEmbedding(
+            vocab_size=vocab_size,
+            d_model=d_model,
+            max_length=max_length,
+            positional_layout=positional_layout,
+            name="positional_embedding",
+            dtype=policy,
+        )
+        self.dropout = tf.keras.layers.Dropout(dropout_rate, dtype=policy)
+        stack = [
+            self.layer_class(
+                d_model=d_model,
+                num_heads=num_heads,
+                dff=dff,
+                dropout_rate=dropout_rate,
+                norm_first=norm_first,
+                name=f"layer_{i}",
+                dtype=policy,
+            )
+            for i in range(num_layers)
+        ]
+        setattr(self, self.layers_attribute, stack)
+        self.final_norm = layer_norm("final_norm", policy) if norm_first else None
+
+    @property
+    def stack(self) -> list[SublayerBlock]:
+        """The `num_layers` layers, first to last."""
+        return getattr(self, self.layers_attribute)
+
+    def embed(self, ids, *, offset=0, training=None):
+        """Scaled embeddings plus positions (from `offset`), then dropout."""
+        return self.dropout(self.embedding(ids, offset=offset), training=training)
+
+    def finish(self, x):
+        """The final LayerNorm of a pre-norm stack (identity in post-norm)."""
+        return x if self.final_norm is None else self.final_norm(x)
+
+    def build(self, *args, **kwargs):
+        # Explicit builds: Keras 3 would otherwise trace `call` symbolically to find the weights,
+        # once per nesting level (seconds per model on a CPU).
+        self.embedding.build((None, None))
+        for layer in self.stack:
+            layer.build()
+        if self.final_norm is not None:
+            self.final_norm.build((None, None, self.d_model))
+        self.built = True
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            num_layers=self.num_layers,
+            d_model=self.d_model,
+            num_heads=self.num_heads,
+            dff=self.dff,
+            vocab_size=self.vocab_size,
+            dropout_rate=self.dropout_rate,
+            max_length=self.max_length,
+            norm_first=self.norm_first,
+            positional_layout=self.positional_layout,
+        )
+        return config
