@@ -15,15 +15,13 @@ from typing import Any
 import tensorflow as tf
 
 from tf_transformer.decoding import (
-    END_ID,
-    PAD_ID,
-    START_ID,
     DecodeOutput,
     LogitsFn,
     next_token_log_probs,
     trim,
     write_column,
 )
+from tf_transformer.text.special_tokens import END_ID, PAD_ID, START_ID
 
 
 def length_penalty(lengths: tf.Tensor, alpha: float | tf.Tensor) -> tf.Tensor:

@@ -25,7 +25,8 @@ from typing import Any, NamedTuple
 
 import tensorflow as tf
 
-PAD_ID, START_ID, END_ID = 0, 2, 3
+from tf_transformer.text.special_tokens import END_ID, PAD_ID, START_ID
+
 # XLA-compiled decoding pads the source to a multiple of this, bounding the compiled shapes.
 SRC_LENGTH_BUCKET = 16
 

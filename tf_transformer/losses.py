@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-PAD_ID = 0
+from tf_transformer.text.special_tokens import PAD_ID
 
 
 def token_mask(y_true: tf.Tensor, dtype=tf.float32) -> tf.Tensor:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-PAD_ID = 0
+from tf_transformer.text.special_tokens import PAD_ID
 
 # -1e9 overflows float16 to -inf, and 0 * -inf is NaN; Keras uses -3e4 for float16.
 _LARGE_NEGATIVE = {tf.float16: -3e4, tf.bfloat16: -1e9, tf.float32: -1e9, tf.float64: -1e9}

@@ -19,8 +19,13 @@ import tensorflow as tf
 import tensorflow_text as text
 from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset as bert_vocab
 
-RESERVED_TOKENS = ("[PAD]", "[UNK]", "[START]", "[END]")
-PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
+from tf_transformer.text.special_tokens import (  # noqa: F401  (part of this module's API)
+    END_ID,
+    PAD_ID,
+    RESERVED_TOKENS,
+    START_ID,
+    UNK_ID,
+)
 
 # Arguments shared by vocabulary learning and the tokenizer, so both split words the same way.
 _BERT_TOKENIZER_PARAMS = {"lower_case": False, "normalization_form": "NFC"}

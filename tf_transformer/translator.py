@@ -7,7 +7,8 @@ from typing import Any
 
 import tensorflow as tf
 
-from tf_transformer.decoding import END_ID, START_ID, make_decode_fn
+from tf_transformer.decoding import make_decode_fn
+from tf_transformer.text.special_tokens import END_ID, START_ID
 
 STRINGS = tf.TensorSpec([None], tf.string)
 

@@ -12,7 +12,7 @@ import itertools
 import numpy as np
 import tensorflow as tf
 
-from tf_transformer.tokenizers import PAD_ID
+from tf_transformer.text.special_tokens import PAD_ID
 
 _TOKENIZE_BATCH = 1024
 
