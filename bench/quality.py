@@ -50,7 +50,7 @@ TRAIN_KNOBS = {
     "label_smoothing": float,
     "vocab_size": int,
     "token_budget": int,
-    "max_length": int,
+    "max_tokens": int,
     "max_steps": int,
     "average_last": int,
     "checkpoint_every": int,
@@ -91,7 +91,7 @@ def configs(args):
         **{k: getattr(args, k) for k in TRAIN_KNOBS if getattr(args, k) is not None}
     )
     model_config = model_config.replace(
-        max_length=max(model_config.max_length, train_config.max_length)
+        max_length=max(model_config.max_length, train_config.max_tokens)
     )
     return model_config, train_config
 

@@ -64,7 +64,7 @@ def test_flags_override_the_preset_by_paper_names():
     )  # fmt: skip
     model_config, train_config = configs_from_args(args)
     assert (model_config.d_model, model_config.num_heads, model_config.dff) == (48, 4, 96)
-    assert model_config.max_length == 100 and train_config.max_length == 100
+    assert model_config.max_length == 100 and train_config.max_tokens == 100
     assert train_config.warmup_steps == 7 and train_config.label_smoothing == 0.2
     assert train_config.token_budget == 900 and train_config.average_last == 3
     assert train_config.mixed_precision == "bfloat16"

@@ -1,4 +1,12 @@
-"""Frozen configuration dataclasses and named presets."""
+"""Frozen configuration dataclasses and named presets.
+
+- `ModelConfig`: the network (paper names); `max_length` is the positional table, the longest
+  sequence the model can take.
+- `TrainConfig`: optimizer, batching and loop; `max_tokens` caps each training sentence.
+- `DecodeConfig`: the decoding defaults of the Translator, the export and the CLI;
+  `max_source_tokens` caps each source sentence, `max_new_tokens` the tokens generated.
+- `DataConfig`: which corpus and which language pair.
+"""
 
 from __future__ import annotations
 
@@ -17,9 +25,13 @@ class _DictConfig:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    # Keys written by earlier versions, and the fields they became.
+    RENAMED: dict[str, str] = {}
+
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> Self:
         """Builds from `to_dict()` output; unknown keys are refused by name."""
+        values = {cls.RENAMED.get(key, key): value for key, value in values.items()}
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
@@ -125,7 +137,7 @@ class TrainConfig(_DictConfig):
     beta_2: float = 0.98  # Adam β2
     epsilon: float = 1e-9  # Adam ε
     label_smoothing: float = 0.1  # ε_ls
-    max_length: int = 128  # tokens kept per sentence (the tutorial's MAX_TOKENS)
+    max_tokens: int = 128  # tokens kept per training sentence (the tutorial's MAX_TOKENS)
     vocab_size: int = 8000  # target size of each WordPiece vocabulary
     token_budget: int = 4096  # tokens per batch (source or target side, padding included)
     shuffle_buffer: int = 20000  # sentence pairs shuffled per epoch
@@ -137,8 +149,10 @@ class TrainConfig(_DictConfig):
     mixed_precision: str | None = None  # None, "float16" or "bfloat16"
     strategy: str = "default"  # "default", "mirrored" or "multiworker"
 
+    RENAMED = {"max_length": "max_tokens"}  # config.json of runs trained before the rename
+
     def __post_init__(self) -> None:
-        for name in ("epochs", "warmup_steps", "max_length", "vocab_size", "token_budget"):
+        for name in ("epochs", "warmup_steps", "max_tokens", "vocab_size", "token_budget"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}.")
         for name in ("checkpoint_every", "keep_checkpoints", "log_every", "shuffle_buffer"):
@@ -169,7 +183,7 @@ TRAIN_PRESETS: dict[str, TrainConfig] = {
         epochs=1,
         warmup_steps=100,
         label_smoothing=0.0,
-        max_length=64,
+        max_tokens=64,
         vocab_size=2000,
         token_budget=1024,
         checkpoint_every=100,
@@ -178,13 +192,13 @@ TRAIN_PRESETS: dict[str, TrainConfig] = {
     "small": TrainConfig(
         epochs=5,
         warmup_steps=1000,
-        max_length=64,
+        max_tokens=64,
         vocab_size=4000,
         token_budget=4096,
         checkpoint_every=250,
     ),
-    "tutorial": TrainConfig(epochs=20, warmup_steps=4000, max_length=128, token_budget=4096),
-    "base": TrainConfig(epochs=20, warmup_steps=4000, max_length=256, token_budget=25000),
+    "tutorial": TrainConfig(epochs=20, warmup_steps=4000, max_tokens=128, token_budget=4096),
+    "base": TrainConfig(epochs=20, warmup_steps=4000, max_tokens=256, token_budget=25000),
     # Chosen by 1,000-step comparisons on tatoeba_pt_en/dev (bench/README.md, "Translation
     # quality"): a 27-minute CPU run makes ~4-5k steps of ~70 sentences.
     "small-data": TrainConfig(
@@ -192,7 +206,7 @@ TRAIN_PRESETS: dict[str, TrainConfig] = {
         warmup_steps=300,
         lr_scale=0.5,  # peak 2.6e-3 at d_model 128 (1.0 and 0.25 measured worse)
         label_smoothing=0.1,
-        max_length=64,
+        max_tokens=64,
         vocab_size=4000,
         token_budget=1024,  # 2048 measured worse at the same number of tokens
         checkpoint_every=200,
@@ -209,3 +223,71 @@ def get_train_preset(name: str) -> TrainConfig:
         raise ValueError(
             f"Unknown preset {name!r}; choose one of {', '.join(TRAIN_PRESETS)}."
         ) from None
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodeConfig(_DictConfig):
+    """How to decode: the one set of defaults of the Translator, the export and the CLI."""
+
+    beam_size: int = 4  # beams per sentence; 1 = greedy
+    length_penalty: float = 0.6  # GNMT alpha of beam search (Wu et al. 2016, eq. 14)
+    max_source_tokens: int | None = None  # source tokens kept, START/END included (None: 128)
+    max_new_tokens: int | None = None  # tokens generated, END included (None: 128)
+
+    DEFAULT_LENGTH = 128  # both caps when unset, bounded by the model's positional table
+
+    def __post_init__(self) -> None:
+        if self.beam_size < 1:
+            raise ValueError(f"beam_size must be at least 1, got {self.beam_size}.")
+        if self.length_penalty < 0:
+            raise ValueError(f"length_penalty must be >= 0, got {self.length_penalty}.")
+        for name in ("max_source_tokens", "max_new_tokens"):
+            value = getattr(self, name)
+            if value is not None and value < 2:
+                raise ValueError(f"{name} must be at least 2, got {value}.")
+
+    def resolved(self, model_max_length: int) -> Self:
+        """Both caps set: the defaults bounded by the model's positional table (checked)."""
+        caps = {}
+        for name in ("max_source_tokens", "max_new_tokens"):
+            value = getattr(self, name)
+            value = min(self.DEFAULT_LENGTH, model_max_length) if value is None else value
+            if value > model_max_length:
+                raise ValueError(
+                    f"{name} ({value}) exceeds the model's positional table "
+                    f"(max_length {model_max_length})."
+                )
+            caps[name] = value
+        return self.replace(**caps)
+
+
+@dataclasses.dataclass(frozen=True)
+class DataConfig(_DictConfig):
+    """Which corpus to train on, and its language pair (source -> target)."""
+
+    dataset: str = "sample"  # "sample", "ted_hrlr", a directory of text files or a .tsv file
+    source_lang: str = "pt"  # source language code: text files are read as train.<source_lang>
+    target_lang: str = "en"  # target language code
+    tarball: str | None = None  # ted_hrlr: a local copy (or mirror URL) of the TED tarball
+    data_dir: str | None = None  # ted_hrlr: the TFDS data directory
+
+    def __post_init__(self) -> None:
+        for name in ("source_lang", "target_lang"):
+            code = getattr(self, name)
+            if not code or not code.replace("-", "").replace("_", "").isalnum():
+                raise ValueError(f"{name} must be a language code such as 'pt', got {code!r}.")
+        if self.source_lang == self.target_lang:
+            raise ValueError(f"source and target language are both {self.source_lang!r}.")
+
+    def load(self, split: str):
+        """One split as `(source, target)` string pairs (see `tf_transformer.data.load_dataset`)."""
+        from tf_transformer.data import load_dataset
+
+        return load_dataset(
+            self.dataset,
+            split,
+            source_lang=self.source_lang,
+            target_lang=self.target_lang,
+            tarball=self.tarball,
+            data_dir=self.data_dir,
+        )

@@ -63,7 +63,7 @@ def epoch_batches(pairs_ds: tf.data.Dataset, tokenizers, train_config: TrainConf
     Args:
       pairs_ds: `(pt, en)` string pairs, e.g. `load_dataset("sample", "train")`.
       tokenizers: a `Tokenizers` with `.pt` and `.en`.
-      train_config: supplies max_length, token_budget, shuffle_buffer and seed.
+      train_config: supplies max_tokens, token_budget, shuffle_buffer and seed.
     """
     from tf_transformer.data.pipeline import make_batches
 
@@ -71,7 +71,7 @@ def epoch_batches(pairs_ds: tf.data.Dataset, tokenizers, train_config: TrainConf
         return make_batches(
             pairs_ds,
             tokenizers,
-            max_length=train_config.max_length,
+            max_length=train_config.max_tokens,
             token_budget=train_config.token_budget,
             shuffle_buffer=train_config.shuffle_buffer,
             seed=train_config.seed + epoch,

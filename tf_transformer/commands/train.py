@@ -104,9 +104,9 @@ def configs_from_args(args: argparse.Namespace) -> tuple[ModelConfig, TrainConfi
     model_config = get_preset(args.preset).replace(**_overrides(args, MODEL_FLAGS))
     train_config = get_train_preset(args.preset).replace(**_overrides(args, TRAIN_FLAGS))
     if args.max_length is not None:
-        train_config = train_config.replace(max_length=args.max_length)
+        train_config = train_config.replace(max_tokens=args.max_length)
     model_config = model_config.replace(
-        max_length=max(model_config.max_length, train_config.max_length)
+        max_length=max(model_config.max_length, train_config.max_tokens)
     )
     return model_config, train_config
 
@@ -169,7 +169,7 @@ def train_run(
             target_vocab_size=int(tokenizers.en.get_vocab_size()),
         )
     run.write_config({**(run.read_config() if run.exists() else {}), "data": data})
-    batching = {"max_length": train_config.max_length, "token_budget": train_config.token_budget}
+    batching = {"max_length": train_config.max_tokens, "token_budget": train_config.token_budget}
     val_ds = make_batches(val_pairs, tokenizers, shuffle=False, **batching)
     if use_fit:
         from tf_transformer.fit import fit
