@@ -2,8 +2,9 @@
 
 Each subcommand lives in `tf_transformer/commands/<name>.py` and exposes
 `register(subparsers)`, which adds its parser and sets `func(args) -> int`.
-Errors a user can fix raise `CLIError` (or ValueError/FileNotFoundError from the package)
-and end as one line on stderr with exit code 2.
+Errors a user can fix end as one line on stderr with exit code 2: bad flags (argparse),
+`CLIError`, any `tf_transformer.errors.TransformerError` (data, training, serving), and the
+ValueError/OSError kinds the package raises for bad values and paths.
 """
 
 from __future__ import annotations
@@ -13,15 +14,42 @@ import importlib
 import os
 import sys
 
+from tf_transformer.errors import TransformerError
+
 COMMANDS = ("train", "translate", "evaluate", "export")
 
 
-class CLIError(Exception):
+class CLIError(TransformerError):
     """A user error: printed as one line, exit code 2."""
 
 
+# What ends as one error line (exit 2) instead of a traceback.
+USER_ERRORS = (
+    TransformerError,
+    ValueError,
+    FileNotFoundError,
+    FileExistsError,
+    IsADirectoryError,
+    NotADirectoryError,
+    PermissionError,
+)
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse that reports a bad command line in one line (no usage block), exit code 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def one_line(error: BaseException) -> str:
+    """The error's message on one line (a multi-line message is joined with spaces)."""
+    text = " ".join(line.strip() for line in str(error).splitlines() if line.strip())
+    return text or type(error).__name__
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="tf-transformer",
         description="Train, translate with, evaluate and export a Portuguese->English Transformer.",
     )
@@ -51,8 +79,8 @@ def main(argv: list[str] | None = None) -> int:
         setattr(args, field, [*getattr(args, field), *extras])
     try:
         return int(args.func(args) or 0)
-    except (CLIError, ValueError, FileNotFoundError, FileExistsError) as error:
-        print(f"tf-transformer {args.command}: error: {error}", file=sys.stderr)
+    except USER_ERRORS as error:
+        print(f"tf-transformer {args.command}: error: {one_line(error)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"tf-transformer {args.command}: interrupted", file=sys.stderr)

@@ -29,12 +29,14 @@ from typing import Any
 
 import requests
 
+from tf_transformer.errors import TransformerError
+
 INPUT_NAME = "sentences"
 OUTPUT_NAMES = ("translations", "scores", "tokens")
 FORMS = ("instances", "inputs")
 
 
-class ServingError(Exception):
+class ServingError(TransformerError):
     """Any failure talking to the model server: unreachable, timed out, or a non-200 answer.
 
     Attributes:

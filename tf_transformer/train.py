@@ -19,6 +19,7 @@ from tf_transformer.checkpoints import (
 )
 from tf_transformer.config import ModelConfig, TrainConfig
 from tf_transformer.distribute import build_model, get_strategy
+from tf_transformer.errors import TransformerError
 from tf_transformer.run_dir import RunDir
 from tf_transformer.schedule import make_optimizer
 from tf_transformer.summaries import write_scalar
@@ -29,7 +30,7 @@ from tf_transformer.train_step import TrainStep
 Batches = tf.data.Dataset | Callable[[int], tf.data.Dataset]
 
 
-class NonFiniteLossError(FloatingPointError):
+class NonFiniteLossError(FloatingPointError, TransformerError):
     """The loss became NaN or infinite; the run stopped without saving that state."""
 
 

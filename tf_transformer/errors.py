@@ -1,0 +1,11 @@
+"""The package's base exception: every error a user can act on derives from `TransformerError`.
+
+The concrete classes keep a builtin base as well (`DataFormatError` is a `ValueError`,
+`DatasetUnavailableError` a `RuntimeError`, `NonFiniteLossError` a `FloatingPointError`), so
+code that catches the builtin keeps working; the CLI catches `TransformerError` and prints one
+line.
+"""
+
+
+class TransformerError(Exception):
+    """Base class of the errors raised by `tf_transformer` for a user to act on."""
