@@ -30,7 +30,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_transformer.config import get_preset
-from tf_transformer.decoding import make_decode_fn
+from tf_transformer.inference.decoding import make_decode_fn
 from tf_transformer.model import Transformer
 
 

@@ -164,9 +164,9 @@ def train_within_budget(args, root: Path) -> None:
 
 def evaluate_run(args, root: Path) -> dict:
     """Scores the run directory's model on the dev sets, greedy and beam."""
-    from tf_transformer.evaluate import evaluate
+    from tf_transformer.inference.evaluate import evaluate
+    from tf_transformer.inference.translator import Translator
     from tf_transformer.run_dir import RunDir
-    from tf_transformer.translator import Translator
 
     run = RunDir(args.run_dir)
     checkpoint = args.checkpoint

@@ -69,7 +69,7 @@ def main() -> None:
         tf.config.threading.set_intra_op_parallelism_threads(args.threads)
 
     from tf_transformer.config import get_preset
-    from tf_transformer.export import ExportModule
+    from tf_transformer.inference.export import ExportModule
     from tf_transformer.model import Transformer
     from tf_transformer.run_dir import RunDir
 

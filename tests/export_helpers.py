@@ -58,7 +58,7 @@ def tiny_objects():
     run.write_config({"model": config.to_dict()})
     tokenizers.save(run.tokenizers_path)
     try:  # every weight, by path (Keras 3 list-held layers escape tf.train.Checkpoint(model=))
-        from tf_transformer.checkpoints import model_checkpoint
+        from tf_transformer.weights import model_checkpoint
     except ImportError:
         model_checkpoint = tf.train.Checkpoint
     manager = tf.train.CheckpointManager(
@@ -77,7 +77,7 @@ def tiny_run_dir() -> RunDir:
 def tiny_export():
     """`(path, module)`: `saved_models/tiny/1` and the `ExportModule` it was written from (beam 3,
     at most 8 tokens); `module.translator` is the in-process Translator."""
-    from tf_transformer.export import ExportModule
+    from tf_transformer.inference.export import ExportModule
 
     _, tokenizers, model = tiny_objects()
     module = ExportModule(tokenizers, model, beam_size=BEAM_SIZE, max_length=MAX_LENGTH)

@@ -3,8 +3,14 @@ import pytest
 import tensorflow as tf
 
 from tests.test_decoding import SRC, bigram_logits_fn, bigram_table, tiny_model
-from tf_transformer.beam_search import beam_search, gather_beams, length_penalty, tile_beams
-from tf_transformer.decoding import greedy_decode, make_decode_fn, model_logits_fn
+from tf_transformer.inference.beam_search import (
+    beam_search,
+    gather_beams,
+    length_penalty,
+    tile_beams,
+)
+from tf_transformer.inference.decoding import make_decode_fn, model_logits_fn
+from tf_transformer.inference.greedy import greedy_decode
 
 PAD, UNK, START, END, A, B, C = range(7)
 

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from tests.export_helpers import tiny_export, tiny_run_dir
-from tf_transformer.load import load_translate_fn, saved_model_version
+from tf_transformer.inference.load import load_translate_fn, saved_model_version
 
 pytestmark = pytest.mark.slow
 

@@ -7,8 +7,8 @@ import pytest
 import tensorflow as tf
 
 from tests.test_translator import MAX_LENGTH, tiny_translator
-from tf_transformer.checkpoints import model_checkpoint
 from tf_transformer.run_dir import RunDir
+from tf_transformer.weights import model_checkpoint
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 ARGS_SENTENCES = ["o carro vermelho é novo .", "nós comemos ."]

@@ -1,7 +1,13 @@
 import pytest
 import sacrebleu
 
-from tf_transformer.evaluate import evaluate, looks_ted_style, score, ted_style, translate_all
+from tf_transformer.inference.evaluate import (
+    evaluate,
+    looks_ted_style,
+    score,
+    ted_style,
+    translate_all,
+)
 
 
 def test_ted_style_splits_clitics_like_the_references():

@@ -9,9 +9,9 @@ import tensorflow as tf
 
 from tf_transformer.config import get_preset
 from tf_transformer.data.sample import sample_pairs
+from tf_transformer.inference.translator import Translator, validate_utf8
 from tf_transformer.model import Transformer
 from tf_transformer.tokenizers import END_ID, START_ID, UNK_ID, build_tokenizers
-from tf_transformer.translator import Translator, validate_utf8
 
 MAX_LENGTH = 10
 SENTENCES = [

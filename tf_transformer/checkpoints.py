@@ -6,10 +6,12 @@ import signal
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Self
 
 import numpy as np
 import tensorflow as tf
+from typing_extensions import Self  # typing.Self needs Python 3.11
+
+from tf_transformer.weights import model_checkpoint
 
 
 class TrainState(tf.Module):
@@ -26,24 +28,6 @@ class TrainState(tf.Module):
         self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
         self.epoch = tf.Variable(0, dtype=tf.int64, trainable=False, name="epoch")
         self.position = tf.Variable(0, dtype=tf.int64, trainable=False, name="position")
-
-
-class ModelWeights(tf.Module):
-    """Every weight of a Keras model, tracked by its path without the model's own name.
-
-    `tf.train.Checkpoint(model=model)` alone misses the weights of layers a Keras 3 model
-    keeps in Python lists (the encoder and decoder stacks): Keras 3 tracks those lists, TF's
-    checkpoint graph does not. Saving this beside the model names every weight explicitly.
-    """
-
-    def __init__(self, model: tf.keras.Model):
-        super().__init__(name="model_weights")
-        self.by_path = {variable.path.split("/", 1)[-1]: variable for variable in model.weights}
-
-
-def model_checkpoint(model: tf.keras.Model, **others) -> tf.train.Checkpoint:
-    """A `tf.train.Checkpoint` of `model` (all its weights, see `ModelWeights`) and `others`."""
-    return tf.train.Checkpoint(model=model, model_weights=ModelWeights(model), **others)
 
 
 def make_checkpoint_manager(

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Self
+from typing import Any, ClassVar
+
+from typing_extensions import Self  # typing.Self needs Python 3.11
 
 
 class _DictConfig:
@@ -26,7 +28,7 @@ class _DictConfig:
         return dataclasses.asdict(self)
 
     # Keys written by earlier versions, and the fields they became.
-    RENAMED: dict[str, str] = {}
+    RENAMED: ClassVar[dict[str, str]] = {}
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> Self:
@@ -149,7 +151,8 @@ class TrainConfig(_DictConfig):
     mixed_precision: str | None = None  # None, "float16" or "bfloat16"
     strategy: str = "default"  # "default", "mirrored" or "multiworker"
 
-    RENAMED = {"max_length": "max_tokens"}  # config.json of runs trained before the rename
+    # config.json of runs trained before the rename
+    RENAMED: ClassVar[dict[str, str]] = {"max_length": "max_tokens"}
 
     def __post_init__(self) -> None:
         for name in ("epochs", "warmup_steps", "max_tokens", "vocab_size", "token_budget"):
@@ -234,7 +237,8 @@ class DecodeConfig(_DictConfig):
     max_source_tokens: int | None = None  # source tokens kept, START/END included (None: 128)
     max_new_tokens: int | None = None  # tokens generated, END included (None: 128)
 
-    DEFAULT_LENGTH = 128  # both caps when unset, bounded by the model's positional table
+    # Both caps when unset, bounded by the model's positional table.
+    DEFAULT_LENGTH: ClassVar[int] = 128
 
     def __post_init__(self) -> None:
         if self.beam_size < 1:

@@ -29,7 +29,7 @@ class Transformer(tf.keras.Model):
     """The encoder-decoder Transformer of "Attention Is All You Need".
 
     `model((src, tgt_in))` returns the logits and nothing else. Decoding strategies (greedy,
-    beam search) live in `tf_transformer.decoding` and drive the model through `encode`,
+    beam search) live in `tf_transformer.inference` and drive the model through `encode`,
     `initial_cache` and `decode_step`; attention weights for plots come from
     `call_with_attention`. Masks are built inside from PAD = 0 (**1.0 = masked**) and passed
     explicitly to every layer.
@@ -127,7 +127,7 @@ class Transformer(tf.keras.Model):
             logits = tf.matmul(x, tf.cast(table, x.dtype), transpose_b=True)
         return tf.cast(logits, tf.float32)
 
-    # The incremental-decoding seam used by tf_transformer.decoding.
+    # The incremental-decoding seam used by tf_transformer.inference.decoding.
 
     def encode(self, src, training=False):
         """Runs the encoder once: returns `(context, padding_mask)`."""

@@ -108,7 +108,7 @@ class RunDir:
         if path is None:
             where = self.averaged_path if checkpoint == "averaged" else self.checkpoints_path
             raise FileNotFoundError(f"No checkpoint in {where}.")
-        from tf_transformer.checkpoints import model_checkpoint
+        from tf_transformer.weights import model_checkpoint
 
         status = model_checkpoint(model).restore(path).expect_partial()
         status.assert_existing_objects_matched()

@@ -1,0 +1,127 @@
+"""Decoding with a `Transformer`: the model adapter behind the search strategies.
+
+`model_logits_fn` turns a model and a batch of sources into the `logits_fn(ids, step, cache)`
+seam (encoder once, key/value cache); `make_decode_fn` wraps a strategy (greedy or beam search,
+`inference.greedy` / `inference.beam_search`) and the adapter into one `tf.function`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import tensorflow as tf
+
+from tf_transformer.inference.beam_search import beam_search
+from tf_transformer.inference.greedy import greedy_decode
+from tf_transformer.inference.search import DecodeOutput, LogitsFn, trim, write_column
+from tf_transformer.text.special_tokens import PAD_ID
+
+# XLA-compiled decoding pads the source to a multiple of this, bounding the compiled shapes.
+SRC_LENGTH_BUCKET = 16
+
+
+def pad_to_multiple(ids: tf.Tensor, multiple: int) -> tf.Tensor:
+    """Right-pads `ids` `(batch, len)` with PAD to the next multiple of `multiple` columns."""
+    length = tf.shape(ids)[1]
+    extra = (multiple - length % multiple) % multiple
+    return tf.pad(ids, [[0, 0], [0, extra]], constant_values=PAD_ID)
+
+
+def model_logits_fn(model, src: tf.Tensor, max_length: int) -> tuple[LogitsFn, Any]:
+    """The cached seam for a `Transformer`: the encoder and cross-attention K/V run once.
+
+    Args:
+      model: a `tf_transformer.model.Transformer`.
+      src: int `(batch, src_len)` source ids, PAD = 0.
+      max_length: decoder positions the fixed-size self-attention cache holds.
+
+    Returns:
+      `(logits_fn, initial_cache)`; the cache is `{"layers": [...], "padding_mask": ...}`.
+    """
+    if max_length > model.max_length:
+        raise ValueError(
+            f"max_length {max_length} exceeds the model's positional table ({model.max_length})."
+        )
+    context, padding_mask = model.encode(src)
+    cache = {"layers": model.initial_cache(context, max_length), "padding_mask": padding_mask}
+
+    def logits_fn(ids, step, cache):
+        logits, layers = model.decode_step(ids, step, cache["layers"], cache["padding_mask"])
+        return logits, {"layers": layers, "padding_mask": cache["padding_mask"]}
+
+    return logits_fn, cache
+
+
+def recompute_logits_fn(model, src: tf.Tensor, max_length: int) -> tuple[LogitsFn, Any]:
+    """The reference seam: re-runs `model((src, prefix))` on the whole prefix at every step.
+
+    Slow (quadratic work, the encoder every step) but obviously right; tests compare the cached
+    seam with it. The prefix lives in the cache, `{"src", "prefix" (batch, max_length)}`, so beam
+    search reorders it with the beams like any other cache tensor.
+    """
+    cache = {"src": src, "prefix": tf.zeros([tf.shape(src)[0], max_length], tf.int32)}
+
+    def logits_fn(ids, step, cache):
+        prefix = write_column(cache["prefix"], step, ids)
+        logits = model((cache["src"], prefix[:, : step + 1]), training=False)
+        return logits[:, -1], {"src": cache["src"], "prefix": prefix}
+
+    return logits_fn, cache
+
+
+def make_decode_fn(
+    model,
+    *,
+    max_length: int,
+    beam_size: int = 1,
+    alpha: float = 0.6,
+    min_length: int = 0,
+    return_all_beams: bool = False,
+    jit_compile: bool = False,
+    recompute: bool = False,
+) -> Callable[[tf.Tensor], DecodeOutput]:
+    """A `tf.function` `src (batch, src_len) int64 -> DecodeOutput` decoding with `model`.
+
+    Args:
+      model: a `Transformer`.
+      max_length: most generated tokens (END included).
+      beam_size: 1 for greedy decoding, else beam search with this many beams.
+      alpha: GNMT length-penalty exponent (beam search only).
+      min_length: END banned before this many tokens.
+      return_all_beams: beam search returns `(batch, beam, ...)` fields, best first.
+      jit_compile: compile encoder + decoding loop with XLA. XLA compiles once per input shape,
+        so the source is padded to a multiple of `SRC_LENGTH_BUCKET` first (PAD is masked: the
+        output does not change); each batch size still compiles once.
+      recompute: use the reference `recompute_logits_fn` (no cache; cannot be XLA-compiled).
+    """
+    seam = recompute_logits_fn if recompute else model_logits_fn
+
+    def decode(src):
+        logits_fn, cache = seam(model, src, max_length)
+        batch = tf.shape(src)[0]
+        if beam_size == 1:
+            return greedy_decode(
+                logits_fn, cache, batch, max_length, min_length=min_length, trim_ids=False
+            )
+        return beam_search(
+            logits_fn,
+            cache,
+            batch,
+            beam_size,
+            max_length,
+            alpha,
+            min_length=min_length,
+            return_all_beams=return_all_beams,
+            trim_ids=False,
+        )
+
+    core = tf.function(decode, jit_compile=jit_compile and not recompute)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int64)])
+    def decode_fn(src):
+        if jit_compile and not recompute:
+            src = pad_to_multiple(src, SRC_LENGTH_BUCKET)
+        return trim(core(src))
+
+    return decode_fn

@@ -1,0 +1,368 @@
+r"""SavedModel export for TF Serving: text in, text out, no training code.
+
+Layout (TF Serving's model base path; versions are positive integers, the server serves the
+highest)::
+
+    saved_models/NAME/
+      1/  saved_model.pb  variables/  assets/pt_vocab.txt  assets/en_vocab.txt
+      2/  ...
+
+A version is written into a hidden sibling (``.tmp-2-XXXX``, which TF Serving ignores) and
+renamed into place when complete, so a crash never leaves a half-written version; an existing
+version is never overwritten.
+
+Signatures (tag set ``serve``):
+
+``serving_default`` (beam search, the export's `beam_size` and `length_penalty`) and ``greedy``:
+    inputs:  ``sentences``  string ``[None]``: Portuguese sentences (raw text).
+    outputs: ``translations`` string ``[None]``: English text (lower-cased, spaced punctuation);
+             ``scores`` float32 ``[None]``: beam search: length-normalised log-probability,
+             greedy: the log-probability of the translation;
+             ``tokens`` int64 ``[None, None]``: target ids, START (2) first, END (3) last, PAD (0)
+             after END; at most ``max_length + 1`` columns.
+
+``attention`` (one sentence, decoded like ``serving_default``):
+    inputs:  ``sentence`` string ``[]``.
+    outputs: ``translation`` string ``[]``; ``tokens`` int64 ``[None]`` (START … END);
+             ``source_tokens`` string ``[src_len]`` (the wordpieces, [START] … [END]);
+             ``target_tokens`` string ``[tgt_len]`` (the wordpieces after [START]: the tokens
+             each attention row predicts, [END] last when decoding ended);
+             ``attention_weights`` float32 ``[heads, tgt_len, src_len]``: the last decoder
+             layer's cross-attention, teacher-forced on ``tokens``.
+
+Sources are cut to `max_length` tokens (keeping [END]) and at most `max_length` tokens are
+generated, so any text gives a bounded answer; an empty batch gives empty outputs, an empty
+sentence an empty translation. A non-string or wrongly shaped input is refused (a dtype error,
+or EnsureShape's "Shape of tensor sentences [1,2] is not compatible with expected shape [?]"). The SavedModel needs only ``tensorflow`` and ``tensorflow_text``
+to load (``import tensorflow_text`` registers the tokenizer ops; see `graph_ops` for the list
+and for TF Serving compatibility).
+
+``saved_model_cli`` (``show --dir DIR --all`` works as is) cannot ``run`` the model out of
+the box: it loads the graph without importing ``tensorflow_text``, and fails with "Op type not
+registered 'NormalizeUTF8'". Two ways that work: put the TF Text libraries in a
+``tensorflow-plugins`` folder under a path containing ``site-packages`` (``import tensorflow``
+loads every shared object there)::
+
+    ops=$(python -c "import os, tensorflow_text as t; print(os.path.dirname(t.__file__))")
+    mkdir -p /tmp/tftext/site-packages/tensorflow-plugins
+    ln -s "$ops"/python/ops/_*.so /tmp/tftext/site-packages/tensorflow-plugins/
+    PYTHONPATH=/tmp/tftext/site-packages saved_model_cli run --dir saved_models/NAME/1 \
+        --tag_set serve --signature_def serving_default --input_exprs 'sentences=["olá ."]'
+
+or call its entry point after importing TF Text::
+
+    python -c "import sys, tensorflow_text; from tensorflow.python.tools.saved_model_cli import
+    main; sys.argv[0] = 'saved_model_cli'; sys.exit(main())" run --dir ...  (one line)
+
+Example:
+    >>> path = export_run_dir("runs/tiny", "saved_models/transformer")
+    >>> loaded = tf.saved_model.load(str(path))
+    >>> loaded.signatures["serving_default"](sentences=tf.constant(["olá ."]))["translations"]
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import types
+from pathlib import Path
+
+import tensorflow as tf
+
+DEFAULT_BEAM_SIZE = 4
+DEFAULT_LENGTH_PENALTY = 0.6
+SENTENCES = tf.TensorSpec([None], tf.string, name="sentences")
+SENTENCE = tf.TensorSpec([], tf.string, name="sentence")
+
+
+def existing_versions(base_dir: str | Path) -> list[int]:
+    """The integer version directories under `base_dir`, sorted (none if it does not exist)."""
+    base_dir = Path(base_dir)
+    if not base_dir.is_dir():
+        return []
+    return sorted(int(p.name) for p in base_dir.iterdir() if p.name.isdigit() and p.is_dir())
+
+
+def next_version(base_dir: str | Path) -> int:
+    """One more than the highest existing version, or 1."""
+    versions = existing_versions(base_dir)
+    return versions[-1] + 1 if versions else 1
+
+
+def check_version(base_dir: str | Path, version: int | None) -> Path:
+    """The directory version `version` (None: the next free one) would be written to.
+
+    Raises:
+        FileExistsError: the version exists.
+        ValueError: the version is not a positive integer.
+    """
+    base_dir = Path(base_dir)
+    if version is None:
+        version = next_version(base_dir)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ValueError(f"version must be a positive integer, got {version!r}.")
+    final = base_dir / str(version)
+    if final.exists():
+        raise FileExistsError(
+            f"{final} exists; versions are never overwritten. Omit --version to write version "
+            f"{next_version(base_dir)}."
+        )
+    return final
+
+
+def write_version(base_dir: str | Path, version: int | None, save) -> Path:
+    """Writes one version directory atomically: `save(tmp_dir)`, then a rename into place.
+
+    Args:
+        base_dir: the model base path (created if needed).
+        version: the version number; None for `next_version`.
+        save: a function writing a SavedModel into the directory it is given.
+
+    Returns:
+        The version directory.
+
+    Raises:
+        FileExistsError: when the version exists (nothing is touched).
+        ValueError: for a version that is not a positive integer.
+    """
+    base_dir = Path(base_dir)
+    final = check_version(base_dir, version)
+    version = int(final.name)
+    base_dir.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{version}-", dir=base_dir))
+    try:
+        save(str(tmp))
+        if final.exists():  # another export won the race while this one was saving
+            raise FileExistsError(f"{final} appeared while exporting; not overwritten.")
+        os.rename(tmp, final)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+class ExportModule(tf.Module):
+    """What gets saved: tokenizers, model and the Translator's decoding functions; no optimizer.
+
+    Args:
+        tokenizers: a `Tokenizers` module (or a loaded one) with `.pt` and `.en`.
+        model: a `tf_transformer.model.Transformer`.
+        max_length: most source tokens and most generated tokens (the Translator's default
+            when None).
+        beam_size: beams of `serving_default` (1 makes it greedy too).
+        length_penalty: GNMT length-penalty exponent alpha of beam search.
+    """
+
+    def __init__(
+        self,
+        tokenizers,
+        model,
+        *,
+        max_length: int | None = None,
+        beam_size: int = DEFAULT_BEAM_SIZE,
+        length_penalty: float = DEFAULT_LENGTH_PENALTY,
+    ):
+        from tf_transformer.inference.translator import Translator
+
+        super().__init__(name="transformer_export")
+        translator = Translator(
+            tokenizers, model, max_length=max_length, beam_size=beam_size, alpha=length_penalty
+        )
+        # The Translator and the Keras model stay outside the tracked object graph: the
+        # Translator caches its tf.functions in a dict with tuple keys (SavedModel cannot save
+        # it), and saving a tracked Keras 3 model traces its call functions again (about half
+        # the export time). What the graph needs is tracked: the tokenizers (tables, assets)
+        # and the model's variables; the traced functions reach it through the signatures.
+        self._untracked = types.SimpleNamespace(translator=translator, model=model, functions={})
+        self.tokenizers = tokenizers
+        # The tf.Variables inside the Keras 3 variables: a tracked Keras variable is exported as
+        # a copy that the graph-mode loaders (TF Serving, saved_model_cli) never restore
+        # ("Could not find variable ..."); tf.saved_model.load alone would not notice.
+        self.model_variables = [_tf_variable(v) for v in model.variables]
+        self.beam_size = beam_size
+        self.length_penalty = length_penalty
+        self.max_length = translator.max_length
+
+    @property
+    def translator(self):
+        """The `Translator` whose functions the signatures call."""
+        return self._untracked.translator
+
+    @property
+    def model(self):
+        """The `Transformer` (its variables are tracked as `model_variables`)."""
+        return self._untracked.model
+
+    # Each signature checks its input's shape at run time (EnsureShape): a loaded signature
+    # does not, and would run a 2-D batch as if it were flat.
+
+    def _serve(self, sentences: tf.Tensor) -> dict[str, tf.Tensor]:
+        sentences = tf.ensure_shape(sentences, [None])
+        return _batch_outputs(
+            self.translator.graph_fn(self.beam_size, self.length_penalty), sentences
+        )
+
+    def _greedy(self, sentences: tf.Tensor) -> dict[str, tf.Tensor]:
+        sentences = tf.ensure_shape(sentences, [None])
+        return _batch_outputs(self.translator.graph_fn(1, self.length_penalty), sentences)
+
+    def _attention(self, sentence: tf.Tensor) -> dict[str, tf.Tensor]:
+        sentences = tf.ensure_shape(sentence, [])[tf.newaxis]
+        out = self.translator.graph_fn(self.beam_size, self.length_penalty)(sentences)
+        ids = out["ids"]  # (1, len): START, tokens, END, PAD...
+        generated = tf.reduce_sum(tf.cast(ids[0, 1:] > 0, tf.int32))  # END included
+        decoder_in = ids[:, : tf.maximum(generated, 1)]  # START and all but the last token
+        src = self.translator.source_ids(sentences)
+        _, weights = self.model.call_with_attention((src, decoder_in), training=False)
+        return {
+            "translation": out["text"][0],
+            "tokens": ids[0, : generated + 1],
+            "source_tokens": self.tokenizers.pt.lookup(src)[0],
+            "target_tokens": self.tokenizers.en.lookup(ids[:, 1 : generated + 1])[0],
+            "attention_weights": weights["cross"][-1][0],  # (heads, tgt_len, src_len)
+        }
+
+    def signatures(self) -> dict[str, tf.types.experimental.ConcreteFunction]:
+        """The SavedModel signatures (traced on first use): name -> concrete function.
+
+        `serving_default` and `greedy` take `sentences` string `[None]`; `attention` takes
+        `sentence` string `[]` (see the module docstring for the outputs).
+        """
+        functions = self._untracked.functions
+        if not functions:
+            # Not tf.function attributes of the module: `tf.saved_model.save` would trace those
+            # a second time under its save context (a different trace-cache key).
+            functions["serving_default"] = tf.function(self._serve, input_signature=[SENTENCES])
+            functions["greedy"] = tf.function(self._greedy, input_signature=[SENTENCES])
+            functions["attention"] = tf.function(self._attention, input_signature=[SENTENCE])
+        return {name: fn.get_concrete_function() for name, fn in functions.items()}
+
+    def export(
+        self, base_dir: str | Path, version: int | None = None, *, check_ops: bool = True
+    ) -> Path:
+        """Writes version `version` (default: the next free one) under `base_dir` atomically.
+
+        Args:
+            base_dir: TF Serving's model base path, e.g. ``saved_models/transformer``.
+            version: a positive integer; None for the next free one.
+            check_ops: refuse (ValueError, nothing written) a graph with ops a stock TF
+                Serving 2.12+ may not register (see `graph_ops.check_serving_ops`).
+
+        Returns:
+            The version directory.
+
+        Raises:
+            FileExistsError: the version exists (it is left untouched).
+        """
+
+        def save(path: str) -> None:
+            self.save(path)
+            if check_ops:
+                from tf_transformer.inference.graph_ops import check_serving_ops
+
+                check_serving_ops(path)
+
+        return write_version(base_dir, version, save)
+
+    def __call__(self, sentences, signature: str = "serving_default") -> dict[str, tf.Tensor]:
+        """Runs one signature in process (as the loaded SavedModel would)."""
+        return self.signatures()[signature](tf.convert_to_tensor(sentences, tf.string))
+
+    def save(self, path: str | Path) -> None:
+        """Writes the SavedModel (tag set `serve`) into `path`."""
+        tf.saved_model.save(self, str(path), signatures=self.signatures())
+
+
+def _tf_variable(variable) -> tf.Variable:
+    """The `tf.Variable` behind a Keras 3 variable (or `variable` itself)."""
+    inner = getattr(variable, "value", variable)
+    return inner if isinstance(inner, tf.Variable) else variable
+
+
+def _batch_outputs(translate, sentences: tf.Tensor) -> dict[str, tf.Tensor]:
+    """The serving outputs of `translate` (a `Translator.graph_fn`); an empty batch is answered
+    without decoding (the encoder cannot run on a `(0, 0)` source)."""
+
+    def outputs():
+        result = translate(sentences)
+        return {
+            "translations": result["text"],
+            "scores": tf.cast(result["scores"], tf.float32),
+            "tokens": tf.cast(result["ids"], tf.int64),
+        }
+
+    def nothing():
+        return {
+            "translations": tf.zeros([0], tf.string),
+            "scores": tf.zeros([0], tf.float32),
+            "tokens": tf.zeros([0, 0], tf.int64),
+        }
+
+    return tf.cond(tf.size(sentences) > 0, outputs, nothing)
+
+
+def export_saved_model(
+    tokenizers,
+    model,
+    base_dir: str | Path,
+    *,
+    version: int | None = None,
+    max_length: int | None = None,
+    beam_size: int = DEFAULT_BEAM_SIZE,
+    length_penalty: float = DEFAULT_LENGTH_PENALTY,
+    check_ops: bool = True,
+) -> Path:
+    """Exports `model` with `tokenizers` as version `version` of the model at `base_dir`.
+
+    Args:
+        tokenizers, model, max_length, beam_size, length_penalty: as in `ExportModule`.
+        base_dir: TF Serving's model base path, e.g. ``saved_models/transformer``.
+        version: a positive integer; None for the next free one.
+        check_ops: refuse (ValueError, nothing written) a graph with ops a stock TF Serving
+            2.12+ may not register (see `graph_ops.check_serving_ops`).
+
+    Returns:
+        The version directory.
+
+    Raises:
+        FileExistsError: the version exists (it is left untouched).
+    """
+    module = ExportModule(
+        tokenizers,
+        model,
+        max_length=max_length,
+        beam_size=beam_size,
+        length_penalty=length_penalty,
+    )
+    return module.export(base_dir, version, check_ops=check_ops)
+
+
+def export_run_dir(
+    run_dir: str | Path,
+    base_dir: str | Path,
+    *,
+    version: int | None = None,
+    checkpoint: str | None = None,
+    **options,
+) -> Path:
+    """Exports a run directory's tokenizers and checkpoint (see `export_saved_model`).
+
+    Args:
+        run_dir: the run directory (config.json, tokenizers/, checkpoints/).
+        base_dir: the model base path.
+        version: a positive integer; None for the next free one.
+        checkpoint: None/"latest", "averaged" or a checkpoint prefix.
+        **options: `max_length`, `beam_size`, `length_penalty`, `check_ops`.
+    """
+    from tf_transformer.run_dir import RunDir
+
+    run = RunDir(run_dir)
+    run.read_config()  # a clear error for a directory that is not a run
+    # User errors before the slow part.
+    check_version(base_dir, version)
+    if options.get("beam_size", DEFAULT_BEAM_SIZE) < 1:
+        raise ValueError(f"beam_size must be at least 1, got {options['beam_size']}.")
+    tokenizers = run.load_tokenizers()
+    model = run.load_model(checkpoint)
+    return export_saved_model(tokenizers, model, base_dir, version=version, **options)

@@ -1,0 +1,86 @@
+"""The decoding seam and what every search strategy shares.
+
+The strategies (`greedy.greedy_decode`, `beam_search.beam_search`) never see the model. They
+drive one function (OpenNMT-tf `dynamic_decode`, Model Garden `symbols_to_logits_fn`)::
+
+    logits_fn(ids, step, cache) -> (logits, cache)
+
+where `ids` is int32 `(batch,)`, the decoder input at position `step` (START at step 0), `logits`
+is float32 `(batch, vocab)` for the token at position `step + 1`, and `cache` is any nest of
+tensors whose first dimension is the batch (beam search tiles and reorders it by that axis).
+`tf_transformer.inference.decoding` builds this function from a `Transformer`.
+
+Everything is built for `tf.function`: one `tf.while_loop` that stops when every sequence has
+emitted END, a fixed-size `(batch, max_new_tokens + 1)` id buffer written one column per step,
+and a fixed-size model cache, so XLA (`jit_compile=True`) can compile the whole loop.
+
+Conventions: the returned ids start with START and hold PAD (0) after END; a finished sequence
+keeps feeding PAD at no cost; `lengths` count the generated tokens, END included, START
+excluded; live sequences may never emit PAD.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import tensorflow as tf
+
+from tf_transformer.text.special_tokens import PAD_ID
+
+LogitsFn = Callable[[tf.Tensor, tf.Tensor, Any], tuple[tf.Tensor, Any]]
+
+
+class DecodeOutput(NamedTuple):
+    """What a decoder returns.
+
+    Attributes:
+      ids: int32 `(batch, len)` (or `(batch, beam, len)` for all beams): START first, PAD after
+        END; `len` is `max_length + 1` untrimmed, else one more than the longest `lengths`.
+      log_probs: float32 `(batch,)`, the sum of the chosen tokens' log-probabilities.
+      scores: float32 `(batch,)`, the ranking score: `log_probs` for greedy decoding, the
+        length-normalised `log_probs / length_penalty(lengths, alpha)` for beam search.
+      lengths: int32 `(batch,)` generated tokens, END included.
+      steps: int32 scalar, decoder steps actually run (fewer than `max_length` when every
+        sequence ended early).
+    """
+
+    ids: tf.Tensor
+    log_probs: tf.Tensor
+    scores: tf.Tensor
+    lengths: tf.Tensor
+    steps: tf.Tensor
+
+
+def write_column(buffer: tf.Tensor, column: tf.Tensor | int, values: tf.Tensor) -> tf.Tensor:
+    """Writes `values` `(...,)` into column `column` of a zero-filled `(..., width)` id buffer.
+
+    A one-hot update keeps the buffer's shape static (cheap, and XLA-friendly); the column must
+    still hold PAD (0), which is how the decoders use it.
+    """
+    width = tf.shape(buffer)[-1]
+    one_hot = tf.one_hot(column, width, dtype=buffer.dtype)  # (width,)
+    return buffer + values[..., tf.newaxis] * one_hot
+
+
+def next_token_log_probs(
+    logits: tf.Tensor, step: tf.Tensor, min_length: int, end_id: int
+) -> tf.Tensor:
+    """Log-softmax of `logits` `(batch, vocab)` with PAD (and END before `min_length`) banned.
+
+    Banned tokens get `-inf`; the others keep the model's own log-probabilities (no
+    renormalisation), so scores stay comparable with teacher forcing.
+    """
+    log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
+    vocab = tf.shape(log_probs)[-1]
+    banned = tf.one_hot(PAD_ID, vocab, on_value=True, off_value=False, dtype=tf.bool)
+    if min_length > 0:
+        end = tf.one_hot(end_id, vocab, on_value=True, off_value=False, dtype=tf.bool)
+        banned = banned | (end & (step < min_length))
+    return tf.where(banned[tf.newaxis, :], tf.constant(-float("inf")), log_probs)
+
+
+def trim(output: DecodeOutput) -> DecodeOutput:
+    """Drops the id-buffer columns after the longest sequence (dynamic shape: outside XLA)."""
+    longest = tf.reduce_max(tf.concat([tf.reshape(output.lengths, [-1]), [0]], axis=0))
+    return output._replace(ids=output.ids[..., : longest + 1])

@@ -1,0 +1,205 @@
+"""The text-to-text Translator: Portuguese strings in, English strings (plus ids, scores) out."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import tensorflow as tf
+
+from tf_transformer.inference.decoding import make_decode_fn
+from tf_transformer.text.special_tokens import END_ID, START_ID
+
+STRINGS = tf.TensorSpec([None], tf.string)
+
+
+def validate_utf8(sentences: Any) -> tf.Tensor:
+    """Python strings, bytes or an eager string tensor -> `tf.string` `(batch,)`.
+
+    Raises:
+      ValueError: naming the first sentence that is not valid UTF-8 (bytes that do not decode,
+        or a `str` holding lone surrogates, e.g. from `errors="surrogateescape"`).
+    """
+    if isinstance(sentences, (str, bytes)):
+        sentences = [sentences]
+    if tf.is_tensor(sentences):
+        sentences = sentences.numpy().reshape(-1).tolist()
+    encoded = []
+    for index, sentence in enumerate(sentences):
+        try:
+            if isinstance(sentence, bytes):
+                sentence.decode("utf-8")
+                encoded.append(sentence)
+            else:
+                encoded.append(str(sentence).encode("utf-8"))
+        except UnicodeError as error:
+            raise ValueError(f"Sentence {index} is not valid UTF-8: {error}.") from None
+    return tf.constant(encoded, tf.string, shape=[len(encoded)])
+
+
+class Translator(tf.Module):
+    """Translates a batch of Portuguese sentences with a `Transformer` and its tokenizers.
+
+    Sources are tokenized with `self.tokenizers.pt` and truncated to `max_length` tokens (START
+    first, END kept last), so arbitrarily long input is safe; at most `max_length` tokens are
+    generated. Empty and whitespace-only sentences translate to `""`.
+
+    Args:
+      tokenizers: a `Tokenizers` module (or a loaded one) with `.pt` and `.en`.
+      model: a `tf_transformer.model.Transformer`.
+      max_length: most source tokens and most generated tokens; default
+        `min(128, model.max_length)`.
+      beam_size: default beams (1 = greedy decoding).
+      alpha: default GNMT length-penalty exponent for beam search.
+      jit_compile: XLA-compile the decoding loop (recompiles per input shape).
+
+    Example:
+      >>> translator = Translator(tokenizers, model, beam_size=4)
+      >>> translator(["o carro vermelho é novo ."])["text"]
+      <tf.Tensor: shape=(1,), dtype=string, numpy=array([b'the red car is new .'], ...)>
+    """
+
+    def __init__(
+        self,
+        tokenizers,
+        model,
+        *,
+        max_length: int | None = None,
+        beam_size: int = 4,
+        alpha: float = 0.6,
+        jit_compile: bool = False,
+        name: str | None = None,
+    ):
+        super().__init__(name=name)
+        if max_length is None:
+            max_length = min(128, model.max_length)
+        if not 2 <= max_length <= model.max_length:
+            raise ValueError(
+                f"max_length must be between 2 and the model's max_length ({model.max_length}), "
+                f"got {max_length}."
+            )
+        if beam_size < 1:
+            raise ValueError(f"beam_size must be at least 1, got {beam_size}.")
+        self.tokenizers = tokenizers
+        self.model = model
+        self.max_length = max_length
+        self.beam_size = beam_size
+        self.alpha = alpha
+        self.jit_compile = jit_compile
+        self._functions: dict[tuple[int, float], Any] = {}
+
+    def source_ids(self, sentences: tf.Tensor) -> tf.Tensor:
+        """`tf.string` `(batch,)` -> int64 `(batch, src_len)`, `src_len <= max_length`, PAD = 0.
+
+        Invalid UTF-8 fails here, in the graph (InvalidArgumentError), before tokenization.
+        """
+        sentences = tf.strings.unicode_transcode(sentences, "UTF-8", "UTF-8", errors="strict")
+        tokens = self.tokenizers.pt.tokenize(sentences)  # ragged (batch, None), START ... END
+        body = tokens[:, 1:-1][:, : self.max_length - 2]
+        batch = tf.shape(sentences, out_type=tf.int64)[0]
+        starts = tf.fill([batch, 1], tf.constant(START_ID, tf.int64))
+        ends = tf.fill([batch, 1], tf.constant(END_ID, tf.int64))
+        return tf.concat([starts, body, ends], axis=1).to_tensor()
+
+    def graph_fn(self, beam_size: int | None = None, alpha: float | None = None):
+        """The `tf.function` `sentences tf.string (batch,) -> dict` for these settings.
+
+        It has a fixed input signature (`STRINGS`), so it can go into a SavedModel as is.
+        Returns a dict: `"text"` `tf.string (batch,)`, `"ids"` int64 `(batch, len)` (START first,
+        PAD after END), `"scores"` and `"log_probs"` float32 `(batch,)`, `"lengths"` int32.
+        """
+        beam_size = self.beam_size if beam_size is None else int(beam_size)
+        alpha = self.alpha if alpha is None else float(alpha)
+        key = (beam_size, alpha)
+        if key not in self._functions:
+            decode = make_decode_fn(
+                self.model,
+                max_length=self.max_length,
+                beam_size=beam_size,
+                alpha=alpha,
+                jit_compile=self.jit_compile,
+            )
+
+            @tf.function(input_signature=[STRINGS])
+            def translate(sentences):
+                src = self.source_ids(sentences)
+                out = decode(src)
+                # Nothing to translate: an empty translation, not what the model makes of START END.
+                empty = tf.math.count_nonzero(src, axis=1) <= 2  # START and END only
+                width = tf.shape(out.ids)[1]
+                nothing = tf.one_hot(0, width, START_ID, 0) + tf.one_hot(1, width, END_ID, 0)
+                ids = tf.where(empty[:, tf.newaxis], nothing[tf.newaxis, :], out.ids)
+                ids = tf.cast(ids, tf.int64)
+                text = self.tokenizers.en.detokenize(ids)
+                return {
+                    "text": tf.where(empty, tf.constant(""), text),
+                    "ids": ids,
+                    "scores": tf.where(empty, 0.0, out.scores),
+                    "log_probs": tf.where(empty, 0.0, out.log_probs),
+                    "lengths": tf.where(empty, 1, out.lengths),
+                }
+
+            self._functions[key] = translate
+        return self._functions[key]
+
+    def translate(
+        self,
+        sentences: str | bytes | Iterable[str | bytes] | tf.Tensor,
+        *,
+        beam_size: int | None = None,
+        alpha: float | None = None,
+        return_attention: bool = False,
+    ) -> dict[str, Any]:
+        """Translates a batch (or one sentence); the Python entry point.
+
+        Args:
+          sentences: a string, bytes, a list of them, or a string tensor `(batch,)`.
+          beam_size: beams (1 = greedy); default the Translator's.
+          alpha: length-penalty exponent; default the Translator's.
+          return_attention: also return, for the first sentence, `"attention"` float32
+            `(heads, tgt_len, src_len)` (last decoder layer's cross-attention),
+            `"src_tokens"` and `"tgt_tokens"` (lists of wordpieces labelling its axes).
+
+        Returns:
+          The dict of `graph_fn`, plus the attention entries when asked for.
+
+        Raises:
+          ValueError: a sentence is not valid UTF-8.
+        """
+        sentences = validate_utf8(sentences)
+        result = self.graph_fn(beam_size, alpha)(sentences)
+        if return_attention:
+            result.update(self.attention(sentences[:1], result["ids"][:1]))
+        return result
+
+    __call__ = translate
+
+    def translate_batch(self, sentences: list[str], **kwargs) -> list[str]:
+        """Python strings in, Python strings out (e.g. for `evaluate`)."""
+        if not sentences:
+            return []
+        texts = self.translate(sentences, **kwargs)["text"].numpy()
+        return [text.decode("utf-8") for text in texts]
+
+    def attention(self, sentence: tf.Tensor, ids: tf.Tensor) -> dict[str, Any]:
+        """Cross-attention of one translation: re-runs the model on (source, generated ids).
+
+        Args:
+          sentence: `tf.string` `(1,)`.
+          ids: int64 `(1, len)` the translation's ids (START first).
+
+        Returns:
+          `{"attention": (heads, tgt_len, src_len), "src_tokens": [...], "tgt_tokens": [...]}`;
+          row `t` is the query that produced `tgt_tokens[t]`.
+        """
+        src = self.source_ids(sentence)
+        generated = int(tf.reduce_sum(tf.cast(ids[0, 1:] > 0, tf.int32)))
+        decoder_in = ids[:, : max(generated, 1)]  # START and every token but the last
+        _, weights = self.model.call_with_attention((src, decoder_in))
+        src_tokens = self.tokenizers.pt.lookup(src)[0].numpy()
+        tgt_tokens = self.tokenizers.en.lookup(ids[:, 1 : generated + 1])[0].numpy()
+        return {
+            "attention": weights["cross"][-1][0],
+            "src_tokens": [token.decode("utf-8") for token in src_tokens],
+            "tgt_tokens": [token.decode("utf-8") for token in tgt_tokens],
+        }
