@@ -51,17 +51,13 @@ def test_existing_version_is_refused_and_untouched(base_dir, capsys):
     assert not [p for p in base_dir.iterdir() if p.name.startswith(".")]
 
 
-@pytest.mark.parametrize(
-    ("arguments", "message"),
-    [
-        (["--version", "0"], "version must be a positive integer"),
-        (["--beam-size", "0"], "beam_size must be at least 1"),
-    ],
-)
-def test_bad_options_are_user_errors(base_dir, capsys, arguments, message):
-    code = cli.main(["export", str(tiny_run_dir().root), "--out", str(base_dir), *arguments])
-    assert code == 2
-    assert message in capsys.readouterr().err
+@pytest.mark.parametrize("arguments", [["--version", "0"], ["--beam-size", "0"]])
+def test_bad_options_are_user_errors(base_dir, capsys, arguments):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["export", str(tiny_run_dir().root), "--out", str(base_dir), *arguments])
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "must be a positive integer, got 0" in error
 
 
 def test_not_a_run_directory(tmp_path, capsys):

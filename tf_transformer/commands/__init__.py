@@ -1,1 +1,42 @@
 """Subcommands of the `tf-transformer` CLI, one module each (see `tf_transformer.cli`)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+
+# The name `export` files a model under (saved_models/<name>/<version>) and the name
+# `translate --server` asks TF Serving for: the same by default, so an export serves at once.
+DEFAULT_MODEL_NAME = "transformer"
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer of at least 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a number above 0."""
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {value}")
+    return value
+
+
+@contextlib.contextmanager
+def model_loading(path):
+    """Turns TensorFlow's errors for an unreadable SavedModel or checkpoint into a `CLIError`
+    naming `path` (one line, exit 2); FileNotFoundError and PermissionError pass unchanged."""
+    import tensorflow as tf
+
+    from tf_transformer.cli import CLIError
+
+    try:
+        yield
+    except (FileNotFoundError, PermissionError):
+        raise
+    except (OSError, tf.errors.NotFoundError, tf.errors.DataLossError) as error:
+        raise CLIError(f"cannot load the model in {path}: {error}") from error

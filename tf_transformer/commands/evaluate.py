@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from tf_transformer.commands import model_loading, positive_int
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -22,16 +24,26 @@ def register(subparsers) -> None:
     parser.add_argument(
         "model", metavar="RUN_DIR|SAVED_MODEL", help="A run directory or an exported SavedModel."
     )
-    parser.add_argument("--dataset", default="sample", help="Data spec (default: sample).")
+    parser.add_argument(
+        "--dataset",
+        default=None,
+        help="sample | ted_hrlr | PATH (default for a run directory: the dataset it was trained "
+        "on, as its config.json records it, with its --tarball/--data-dir; required for a "
+        "SavedModel, which does not record it).",
+    )
     parser.add_argument("--split", default="test", help="train|dev|validation|test.")
     parser.add_argument("--tarball", default=None, help="TED: a copy of the original tarball.")
     parser.add_argument("--data-dir", default=None, help="TED: the TFDS data directory.")
-    parser.add_argument("--beam-size", type=int, default=4, help="1 = greedy (default: 4).")
+    parser.add_argument(
+        "--beam-size", type=positive_int, default=4, help="1 = greedy (default: 4)."
+    )
     parser.add_argument("--length-penalty", type=float, default=0.6, help="Beam search alpha.")
-    parser.add_argument("--max-length", type=int, default=None, help="Most tokens generated.")
+    parser.add_argument(
+        "--max-length", type=positive_int, default=None, help="Most tokens generated."
+    )
     parser.add_argument("--checkpoint", default=None, help="latest|averaged|a checkpoint prefix.")
-    parser.add_argument("--batch-size", type=int, default=64, help="Sentences per batch.")
-    parser.add_argument("--limit", type=int, default=None, help="Only the first N pairs.")
+    parser.add_argument("--batch-size", type=positive_int, default=64, help="Sentences per batch.")
+    parser.add_argument("--limit", type=positive_int, default=None, help="Only the first N pairs.")
     parser.add_argument(
         "--output",
         default=None,
@@ -42,27 +54,64 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
+def evaluation_data(args: argparse.Namespace) -> tuple[dict, str]:
+    """The data to score on, `{"spec", "tarball", "data_dir"}`, and where it comes from.
+
+    --dataset when given; else the dataset a run directory records in config.json ("data"),
+    each of its --tarball/--data-dir overridable by the flags.
+
+    Raises:
+      CLIError: a SavedModel (or a run without a recorded dataset) and no --dataset.
+    """
+    from tf_transformer.cli import CLIError
+    from tf_transformer.load import saved_model_version
+
+    given = {"spec": args.dataset, "tarball": args.tarball, "data_dir": args.data_dir}
+    if args.dataset is not None:
+        return given, "--dataset"
+    if saved_model_version(args.model) is not None:
+        raise CLIError(
+            f"{args.model} is an exported SavedModel, which does not record the data it was "
+            "trained on: pass --dataset sample|ted_hrlr|PATH."
+        )
+    config_path = Path(args.model) / "config.json"
+    if not config_path.is_file():
+        return given, "--dataset"  # not a model at all: load_translate_fn says so
+    recorded = json.loads(config_path.read_text()).get("data") or {}
+    if not recorded.get("dataset"):
+        raise CLIError(f"{config_path} records no dataset: pass --dataset sample|ted_hrlr|PATH.")
+    data = {
+        "spec": recorded["dataset"],
+        "tarball": args.tarball or recorded.get("tarball"),
+        "data_dir": args.data_dir or recorded.get("data_dir"),
+    }
+    return data, f"the run's dataset, from {config_path}"
+
+
 def run(args: argparse.Namespace) -> int:
-    if args.batch_size < 1 or (args.limit is not None and args.limit < 1):
-        raise ValueError("--batch-size and --limit must be at least 1.")
     from tf_transformer.load import load_translate_fn, saved_model_version
 
+    data, source = evaluation_data(args)
     # The model first: a wrong path fails before TensorFlow even loads.
-    translate, description = load_translate_fn(
-        args.model,
-        beam_size=args.beam_size,
-        length_penalty=args.length_penalty,
-        max_length=args.max_length,
-        checkpoint=args.checkpoint,
-    )
+    with model_loading(args.model):
+        translate, description = load_translate_fn(
+            args.model,
+            beam_size=args.beam_size,
+            length_penalty=args.length_penalty,
+            max_length=args.max_length,
+            checkpoint=args.checkpoint,
+        )
     from tf_transformer.data import load_dataset
     from tf_transformer.evaluate import evaluate
 
-    dataset = load_dataset(args.dataset, args.split, tarball=args.tarball, data_dir=args.data_dir)
+    print(f"dataset: {data['spec']} ({source}), split {args.split}", flush=True)
+    dataset = load_dataset(
+        data["spec"], args.split, tarball=data["tarball"], data_dir=data["data_dir"]
+    )
     if args.limit:
         dataset = dataset.take(args.limit)
     pairs = [(pt.decode(), en.decode()) for pt, en in dataset.as_numpy_iterator()]
-    name = Path(str(args.dataset)).name or "data"
+    name = Path(str(data["spec"])).name or "data"
     # Beside a run; in the working directory for a SavedModel (its version dir stays clean).
     where = Path(".") if saved_model_version(args.model) else Path(args.model)
     output = Path(args.output or where / f"hypotheses.{name}.{args.split}.txt")
@@ -73,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
         hypotheses_path=output,
         progress=not args.quiet,
     )
-    print(f"{args.dataset} {args.split} with {description}")
+    print(f"{data['spec']} {args.split} with {description}")
     print(scores.summary())
     print(f"hypotheses: {output}")
     print(json.dumps({"bleu": round(scores.bleu, 2), "chrf": round(scores.chrf, 2)}))

@@ -6,6 +6,7 @@ import argparse
 import shutil
 from pathlib import Path
 
+from tf_transformer.commands import positive_float, positive_int
 from tf_transformer.config import PRESETS, ModelConfig, TrainConfig, get_preset, get_train_preset
 
 # Flags that override ModelConfig / TrainConfig fields of the same (paper) name.
@@ -35,18 +36,14 @@ RESUME_FLAGS = (
 )
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
+# The epochs of a run that --max-steps alone bounds: the preset's epochs then never stop it first.
+NO_EPOCH_LIMIT = 1_000_000
 
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {value}")
-    return value
+LIMITS_HELP = (
+    "Training stops at whichever comes first of the limits given on the command line: "
+    "--epochs, --max-steps, --max-minutes. The preset's epochs apply only when neither "
+    "--epochs nor --max-steps is given (with --resume: the run's stored epochs)."
+)
 
 
 def register(subparsers) -> None:
@@ -66,30 +63,45 @@ def register(subparsers) -> None:
     model = parser.add_argument_group("model and optimizer (paper names)")
     model.add_argument("--preset", default="small", choices=sorted(PRESETS))
     for name in ("num_layers", "d_model", "num_heads", "dff"):
-        model.add_argument(f"--{name.replace('_', '-')}", type=_positive, default=None)
+        model.add_argument(f"--{name.replace('_', '-')}", type=positive_int, default=None)
     model.add_argument("--dropout-rate", type=float, default=None)
-    model.add_argument("--warmup-steps", type=_positive, default=None)
+    model.add_argument("--warmup-steps", type=positive_int, default=None)
     model.add_argument("--label-smoothing", type=float, default=None)
-    model.add_argument("--max-length", type=_positive, default=None, help="Tokens per sentence.")
-    model.add_argument("--vocab-size", type=_positive, default=None, help="WordPiece target.")
-    model.add_argument("--token-budget", type=_positive, default=None, help="Tokens per batch.")
-    loop = parser.add_argument_group("training")
-    loop.add_argument("--epochs", type=_positive, default=None)
-    loop.add_argument("--max-steps", type=_positive, default=None)
+    model.add_argument("--max-length", type=positive_int, default=None, help="Tokens per sentence.")
+    model.add_argument("--vocab-size", type=positive_int, default=None, help="WordPiece target.")
+    model.add_argument("--token-budget", type=positive_int, default=None, help="Tokens per batch.")
+    loop = parser.add_argument_group("training", LIMITS_HELP)
+    loop.add_argument(
+        "--epochs",
+        type=positive_int,
+        default=None,
+        help="Stop after N passes over the training data (default: the preset's epochs, unless "
+        "--max-steps is given).",
+    )
+    loop.add_argument(
+        "--max-steps",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="Stop once the run has taken N optimizer steps in all (a resumed run counts its "
+        "earlier steps). Without --epochs it alone decides: the preset's epochs do not end "
+        "the run first.",
+    )
     loop.add_argument(
         "--max-minutes",
-        type=_positive_float,
+        type=positive_float,
         default=None,
-        help="Wall-clock budget: save, average and stop once reached (per call).",
+        help="Wall-clock budget of this call: save, average and stop once reached; adds to the "
+        "other limits (the preset's epochs still apply unless --epochs or --max-steps is given).",
     )
-    loop.add_argument("--checkpoint-every", type=_positive, default=None)
+    loop.add_argument("--checkpoint-every", type=positive_int, default=None)
     loop.add_argument("--run-dir", default=None, help="Default: runs/PRESET.")
     loop.add_argument("--resume", action="store_true", help="Continue the run in --run-dir.")
     loop.add_argument("--overwrite", action="store_true", help="Delete --run-dir first.")
     loop.add_argument("--fit", action="store_true", help="model.fit instead of the custom loop.")
     loop.add_argument("--strategy", default=None, choices=("default", "mirrored", "multiworker"))
     loop.add_argument("--mixed-precision", default=None, choices=("float16", "bfloat16"))
-    loop.add_argument("--average-last", type=_positive, default=None, metavar="N")
+    loop.add_argument("--average-last", type=positive_int, default=None, metavar="N")
     loop.add_argument("--seed", type=int, default=None)
     loop.add_argument("--quiet", action="store_true", help="No progress bars.")
     parser.set_defaults(func=run)
@@ -108,11 +120,23 @@ def configs_from_args(args: argparse.Namespace) -> tuple[ModelConfig, TrainConfi
     model_config = model_config.replace(
         max_length=max(model_config.max_length, train_config.max_tokens)
     )
-    return model_config, train_config
+    return model_config, step_limited(train_config, args)
 
 
-def prepare_run_dir(run_dir: Path, *, resume: bool, overwrite: bool) -> None:
-    """Refuses to touch an existing run unless told to resume or overwrite it."""
+def step_limited(train_config: TrainConfig, args: argparse.Namespace) -> TrainConfig:
+    """--max-steps without --epochs: the steps alone bound the run (see LIMITS_HELP)."""
+    if args.max_steps is not None and args.epochs is None:
+        return train_config.replace(epochs=NO_EPOCH_LIMIT)
+    return train_config
+
+
+def prepare_run_dir(run_dir: Path, *, resume: bool, overwrite: bool) -> bool:
+    """Refuses to touch an existing run unless told to resume or overwrite it.
+
+    Returns:
+      Whether `run_dir` is to be cleared (--overwrite of an existing run); the caller does it
+      once the data has loaded, so a bad dataset leaves the old run as it was.
+    """
     from tf_transformer.cli import CLIError
 
     if resume and overwrite:
@@ -124,8 +148,17 @@ def prepare_run_dir(run_dir: Path, *, resume: bool, overwrite: bool) -> None:
         raise CLIError(
             f"{run_dir} already exists; pass --resume to continue it or --overwrite to start over."
         )
-    if exists and overwrite:
-        shutil.rmtree(run_dir)
+    return exists and overwrite
+
+
+def _recorded(spec: str | None) -> str | None:
+    """A data spec, tarball or data dir as config.json records it: local paths made absolute."""
+    from tf_transformer.data.sources import TED_SPECS
+
+    if spec is None or spec in ("sample", *TED_SPECS) or "://" in str(spec):
+        return spec
+    path = Path(spec).expanduser()
+    return str(path.resolve()) if path.exists() else str(spec)
 
 
 def train_run(
@@ -138,11 +171,14 @@ def train_run(
     tarball: str | None = None,
     data_dir: str | None = None,
     progress: bool = True,
+    clear_run_dir: bool = False,
 ):
     """Loads the data, builds (or reloads) the tokenizers and trains in `run_dir`.
 
     A run directory that already has tokenizers and a config.json is resumed: its stored
     model config is used (`model_config` only supplies the sizes of a new run).
+    `clear_run_dir` deletes `run_dir` first, once the data has loaded (nothing is written or
+    deleted when it does not load).
 
     Returns:
       The `TrainResult` of the custom loop, or `(model, history)` of `model.fit`.
@@ -153,10 +189,13 @@ def train_run(
     from tf_transformer.tokenizers import build_tokenizers
 
     run = RunDir(run_dir)
-    data = {"dataset": str(dataset), "tarball": tarball, "data_dir": data_dir}
+    data = {"dataset": _recorded(str(dataset)), "tarball": _recorded(tarball)}
+    data["data_dir"] = _recorded(data_dir)
     load = {"tarball": tarball, "data_dir": data_dir}
     train_pairs = load_dataset(dataset, "train", **load)
     val_pairs = load_dataset(dataset, "validation", **load)
+    if clear_run_dir and run.root.exists():
+        shutil.rmtree(run.root)
     if run.exists() and run.tokenizers_path.is_dir():
         stored = run.read_config()
         model_config = ModelConfig.from_dict(stored["model"])
@@ -189,38 +228,32 @@ def train_run(
 
 
 def run(args: argparse.Namespace) -> int:
-    from tf_transformer.cli import CLIError
     from tf_transformer.run_dir import RunDir
-    from tf_transformer.train import NonFiniteLossError
 
     run_dir = Path(args.run_dir or f"runs/{args.preset}")
-    prepare_run_dir(run_dir, resume=args.resume, overwrite=args.overwrite)
+    clear = prepare_run_dir(run_dir, resume=args.resume, overwrite=args.overwrite)
     model_config, train_config = configs_from_args(args)
-    dataset = args.dataset
+    data = {"dataset": args.dataset, "tarball": args.tarball, "data_dir": args.data_dir}
     if args.resume:
         stored = RunDir(run_dir).read_config()
         train_config = TrainConfig.from_dict(stored["train"]).replace(
             **_overrides(args, RESUME_FLAGS)
         )
-        dataset = stored.get("data", {}).get("dataset", dataset)
-    elif not Path(dataset).exists() and dataset not in ("sample", "ted_hrlr"):
-        # Fail before building anything (load_dataset repeats the check with the details).
-        from tf_transformer.data import load_dataset
-
-        load_dataset(dataset, "train", tarball=args.tarball, data_dir=args.data_dir)
-    try:
-        result = train_run(
-            run_dir,
-            dataset=dataset,
-            model_config=model_config,
-            train_config=train_config,
-            use_fit=args.fit,
-            tarball=args.tarball,
-            data_dir=args.data_dir,
-            progress=not args.quiet,
-        )
-    except NonFiniteLossError as error:
-        raise CLIError(str(error)) from None
+        train_config = step_limited(train_config, args)
+        # The run's own data; --tarball/--data-dir may say where it is now.
+        recorded = stored.get("data", {})
+        data["dataset"] = recorded.get("dataset") or args.dataset
+        for key in ("tarball", "data_dir"):
+            data[key] = data[key] or recorded.get(key)
+    result = train_run(
+        run_dir,
+        model_config=model_config,
+        train_config=train_config,
+        use_fit=args.fit,
+        progress=not args.quiet,
+        clear_run_dir=clear,
+        **data,
+    )
     if args.fit:
         print(f"fit done: {run_dir}")
     elif result.stopped_by in ("SIGINT", "SIGTERM"):

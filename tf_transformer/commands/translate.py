@@ -6,6 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from tf_transformer.commands import DEFAULT_MODEL_NAME, model_loading, positive_int
+
+STDIN_HINT = "reading sentences from stdin, one per line; Ctrl-D to finish"
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -25,7 +29,10 @@ def register(subparsers) -> None:
     )
     parser.add_argument("sentences", metavar="SENTENCE", nargs="*", help="Portuguese text.")
     parser.add_argument(
-        "--beam-size", type=int, default=4, help="Beams per sentence; 1 = greedy (default: 4)."
+        "--beam-size",
+        type=positive_int,
+        default=4,
+        help="Beams per sentence; 1 = greedy (default: 4).",
     )
     parser.add_argument(
         "--length-penalty",
@@ -35,12 +42,12 @@ def register(subparsers) -> None:
     )
     parser.add_argument(
         "--max-length",
-        type=int,
+        type=positive_int,
         default=None,
         help="Most source tokens kept and most tokens generated (default: min(128, the model's)).",
     )
     parser.add_argument(
-        "--batch-size", type=int, default=32, help="Sentences per batch (default: 32)."
+        "--batch-size", type=positive_int, default=32, help="Sentences per batch (default: 32)."
     )
     parser.add_argument(
         "--checkpoint", default=None, help="A checkpoint prefix (default: the run's latest)."
@@ -63,16 +70,23 @@ def register(subparsers) -> None:
     )
     parser.add_argument(
         "--model-name",
-        default="transformer",
-        help="The served model's name, with --server (default: transformer).",
+        default=DEFAULT_MODEL_NAME,
+        metavar="NAME",
+        help="With --server: the name the model is served under (tensorflow_model_server "
+        f"--model_name; default: {DEFAULT_MODEL_NAME}, the name `export` files it under).",
     )
     parser.set_defaults(func=run, extra_positionals="sentences")
 
 
 def read_sentences(args: argparse.Namespace) -> list[str]:
-    """The SENTENCE arguments, or stdin's lines; a line that is not UTF-8 is a ValueError."""
+    """The SENTENCE arguments, or stdin's lines; a line that is not UTF-8 is a ValueError.
+
+    Reading a terminal, it first says so on stderr (one line), rather than wait silently.
+    """
     if args.sentences:
         return list(args.sentences)
+    if sys.stdin.isatty():
+        print(STDIN_HINT, file=sys.stderr, flush=True)
     sentences = []
     for index, line in enumerate(sys.stdin.buffer.read().splitlines()):
         try:
@@ -90,14 +104,13 @@ def run(args: argparse.Namespace) -> int:
     if args.run_dir is None:
         raise ValueError("RUN_DIR is required (or --server URL).")
     root = Path(args.run_dir)
-    if args.beam_size < 1 or args.batch_size < 1:
-        raise ValueError("--beam-size and --batch-size must be at least 1.")
-    if saved_model_version(root) is not None:
-        translate, attention = _saved_model_functions(args, root)
-    elif root.is_dir():
-        translate, attention = _run_dir_functions(args, root)
-    else:
+    if saved_model_version(root) is None and not root.is_dir():
         raise FileNotFoundError(f"Run directory {root} does not exist.")
+    with model_loading(root):
+        if saved_model_version(root) is not None:
+            translate, attention = _saved_model_functions(args, root)
+        else:
+            translate, attention = _run_dir_functions(args, root)
     sentences = read_sentences(args)
     for start in range(0, len(sentences), args.batch_size):
         for text in translate(sentences[start : start + args.batch_size]):
@@ -166,8 +179,6 @@ def translate_with_server(args: argparse.Namespace) -> int:
 
     if args.run_dir is not None:  # no run directory with --server: it is the first sentence
         args.sentences = [args.run_dir, *args.sentences]
-    if args.batch_size < 1:
-        raise ValueError("--batch-size must be at least 1.")
     sentences = read_sentences(args)
     client = ServingClient(
         args.server,
@@ -181,5 +192,11 @@ def translate_with_server(args: argparse.Namespace) -> int:
                 sys.stdout.write(text + "\n")
             sys.stdout.flush()
     except ServingError as error:
-        raise ValueError(f"TF Serving: {error}") from None
+        hint = ""
+        if error.status == 404 and "servable not found" in error.message.lower():
+            hint = (
+                f" (asked for model {args.model_name!r}: pass --model-name NAME, the "
+                "--model_name given to tensorflow_model_server)"
+            )
+        raise ServingError(f"TF Serving: {error}{hint}") from None
     return 0

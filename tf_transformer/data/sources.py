@@ -81,7 +81,9 @@ def load_dataset(
         DatasetUnavailableError: TFDS cannot download/prepare the TED data (the URL is dead),
             or the tarball's checksum does not match.
         DataFormatError: a local corpus is malformed, or the split's files are missing.
-        ValueError: unknown spec or split (the message lists the valid forms).
+        ValueError: unknown spec or split (the message lists the valid forms), or a tarball
+            for another spec than TED.
+        FileNotFoundError: the tarball does not exist.
 
     Example:
         >>> ds = load_dataset("sample", "dev")
@@ -89,6 +91,8 @@ def load_dataset(
     """
     name = canonical_split(split)
     spec_text = str(spec)
+    if tarball is not None and spec_text not in TED_SPECS:
+        raise ValueError(f"a tarball is for the TED data (ted_hrlr) only, not {spec_text!r}")
     if spec_text in TED_SPECS:
         if tarball is None:
             from tf_transformer.data.tfds_source import load_tfds

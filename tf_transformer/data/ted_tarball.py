@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import tarfile
+import zlib
 from pathlib import Path
 
 from tf_transformer.data.errors import DataFormatError, DatasetUnavailableError
@@ -45,15 +47,24 @@ def fetch_tarball(url: str, *, cache_dir: str | Path | None = None) -> Path:
     """Downloads a mirror of the TED tarball into the Keras cache (or `cache_dir`) once.
 
     The digest is checked by the caller with `verify_sha256`.
+
+    Raises:
+        DatasetUnavailableError: the download failed.
     """
     import tensorflow as tf
 
-    path = tf.keras.utils.get_file(
-        fname=TARBALL_NAME,
-        origin=url,
-        cache_dir=None if cache_dir is None else str(cache_dir),
-        cache_subdir="tf_transformer",
-    )
+    try:
+        path = tf.keras.utils.get_file(
+            fname=TARBALL_NAME,
+            origin=url,
+            cache_dir=None if cache_dir is None else str(cache_dir),
+            cache_subdir="tf_transformer",
+        )
+    except Exception as error:  # Keras raises a bare Exception for a failed fetch
+        raise DatasetUnavailableError(
+            f"cannot download {url}: {' '.join(str(error).split())[:300]}; download "
+            f"{TARBALL_NAME} yourself and pass --tarball PATH"
+        ) from error
     return Path(path)
 
 
@@ -85,22 +96,28 @@ def read_ted_tarball(
         The split's ``(pt, en)`` pairs.
 
     Raises:
+        FileNotFoundError: there is no file at `path`.
         DatasetUnavailableError: the digest does not match.
-        DataFormatError: the archive lacks the split's files or they are misaligned.
+        DataFormatError: not a tar archive, or it lacks the split's files or they are misaligned.
     """
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"{path}: no such file (expected a copy of {TARBALL_NAME}).")
     if sha256 is not None:
         verify_sha256(path, sha256)
     suffix = _SPLIT_SUFFIX[split]
     wanted = {f"datasets/pt_to_en/{lang}.{suffix}": lang for lang in ("pt", "en")}
     found: dict[str, list[str]] = {}
-    with tarfile.open(path, "r:*") as archive:
-        for member in archive:
-            name = member.name.removeprefix("./")
-            for target, lang in wanted.items():
-                if name == target or name.endswith("/" + target):
-                    found[lang] = _member_text(archive, member)
-            if len(found) == 2:
-                break
+    try:
+        with tarfile.open(path, "r:*") as archive:
+            for member in archive:
+                name = member.name.removeprefix("./")
+                for target, lang in wanted.items():
+                    if name == target or name.endswith("/" + target):
+                        found[lang] = _member_text(archive, member)
+                if len(found) == 2:
+                    break
+    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as error:
+        raise DataFormatError(f"{path}: not a readable tar archive ({error})") from None
     missing = sorted(set(wanted) - {t for t, lang in wanted.items() if lang in found})
     if missing:
         raise DataFormatError(f"{path}: the tarball has no {', '.join(missing)}")
