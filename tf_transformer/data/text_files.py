@@ -1,4 +1,4 @@
-"""Parallel text corpora on disk: aligned ``<split>.pt``/``<split>.en`` files or TSV files."""
+"""Parallel text corpora on disk: aligned ``<split>.<src>``/``<split>.<tgt>`` files or TSV files."""
 
 from __future__ import annotations
 
@@ -48,25 +48,25 @@ def read_lines(path: str | Path, *, allow_empty: bool = False) -> list[str]:
     return lines
 
 
-def read_aligned_files(pt_path: str | Path, en_path: str | Path) -> list[tuple[str, str]]:
-    """Reads two line-aligned files into ``(pt, en)`` pairs.
+def read_aligned_files(source_path: str | Path, target_path: str | Path) -> list[tuple[str, str]]:
+    """Reads two line-aligned files into ``(source, target)`` pairs.
 
     Raises:
         DataFormatError: bad UTF-8 or an empty line (file and line number), or the two files
             have different line counts (both counts).
     """
-    pt_lines = read_lines(pt_path)
-    en_lines = read_lines(en_path)
-    if len(pt_lines) != len(en_lines):
+    source_lines = read_lines(source_path)
+    target_lines = read_lines(target_path)
+    if len(source_lines) != len(target_lines):
         raise DataFormatError(
-            f"misaligned files: {pt_path} has {len(pt_lines)} lines but {en_path} has "
-            f"{len(en_lines)} lines"
+            f"misaligned files: {source_path} has {len(source_lines)} lines but {target_path} "
+            f"has {len(target_lines)} lines"
         )
-    return list(zip(pt_lines, en_lines))
+    return list(zip(source_lines, target_lines))
 
 
 def read_tsv(path: str | Path) -> list[tuple[str, str]]:
-    """Reads a ``pt<TAB>en`` file into ``(pt, en)`` pairs.
+    """Reads a ``source<TAB>target`` file into ``(source, target)`` pairs.
 
     Raises:
         DataFormatError: bad UTF-8, an empty line, a line without exactly two tab-separated
@@ -78,7 +78,7 @@ def read_tsv(path: str | Path) -> list[tuple[str, str]]:
         if len(columns) != 2:
             raise DataFormatError(
                 f"{path}: line {number} has {len(columns)} tab-separated columns, expected 2 "
-                "(pt<TAB>en)"
+                "(source<TAB>target)"
             )
         if not columns[0].strip() or not columns[1].strip():
             raise DataFormatError(f"{path}: line {number} has an empty column")
@@ -86,18 +86,22 @@ def read_tsv(path: str | Path) -> list[tuple[str, str]]:
     return pairs
 
 
-def read_text_dir(directory: str | Path, split: str) -> list[tuple[str, str]]:
+def read_text_dir(
+    directory: str | Path, split: str, source_lang: str = "pt", target_lang: str = "en"
+) -> list[tuple[str, str]]:
     """Reads one split of a directory corpus.
 
-    The directory holds ``<stem>.pt`` and ``<stem>.en`` (or ``<stem>.tsv``) for each split, where
-    the stem is ``train``, ``dev``/``val``/``validation`` or ``test``.
+    The directory holds ``<stem>.<source_lang>`` and ``<stem>.<target_lang>`` (or
+    ``<stem>.tsv``, source first) for each split, where the stem is ``train``,
+    ``dev``/``val``/``validation`` or ``test``.
 
     Args:
         directory: the corpus directory.
         split: a canonical split name: ``train``, ``validation`` or ``test``.
+        source_lang, target_lang: the language codes that end the file names.
 
     Returns:
-        The split's ``(pt, en)`` pairs.
+        The split's ``(source, target)`` pairs.
 
     Raises:
         DataFormatError: no file for the split (the message lists the files that exist), or
@@ -105,13 +109,16 @@ def read_text_dir(directory: str | Path, split: str) -> list[tuple[str, str]]:
     """
     directory = Path(directory)
     for stem in SPLIT_STEMS[split]:
-        pt_path, en_path = directory / f"{stem}.pt", directory / f"{stem}.en"
-        if pt_path.is_file() and en_path.is_file():
-            return read_aligned_files(pt_path, en_path)
+        source_path = directory / f"{stem}.{source_lang}"
+        target_path = directory / f"{stem}.{target_lang}"
+        if source_path.is_file() and target_path.is_file():
+            return read_aligned_files(source_path, target_path)
         tsv_path = directory / f"{stem}.tsv"
         if tsv_path.is_file():
             return read_tsv(tsv_path)
-    wanted = ", ".join(f"{stem}.pt+{stem}.en or {stem}.tsv" for stem in SPLIT_STEMS[split])
+    wanted = ", ".join(
+        f"{stem}.{source_lang}+{stem}.{target_lang} or {stem}.tsv" for stem in SPLIT_STEMS[split]
+    )
     existing = sorted(p.name for p in directory.iterdir() if p.is_file())
     raise DataFormatError(
         f"{directory}: no files for split {split!r} (looked for {wanted}); "
