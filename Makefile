@@ -1,15 +1,23 @@
 # Two commands for a fresh clone: `make demo` and `make test`.
+# Dependencies: compatible ranges in setup.cfg; the exact versions installed here (and in CI)
+# come from constraints.txt.
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+NOTEBOOK_STAMP := $(VENV)/.installed-notebook
+CONSTRAINTS := constraints.txt
 
-.PHONY: venv test demo clean
+# `make smoke` runs on python3.13 unless PYTHON is given (make smoke PYTHON=python3.10).
+SMOKE_PYTHON := $(if $(filter file,$(origin PYTHON)),python3.13,$(PYTHON))
 
-$(STAMP): setup.cfg pyproject.toml
+.PHONY: venv test demo notebook smoke clean
+
+$(STAMP): setup.cfg pyproject.toml $(CONSTRAINTS)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -c $(CONSTRAINTS) -e '.[dev]'
+	@rm -f $(NOTEBOOK_STAMP)
 	@touch $(STAMP)
 
 venv: $(STAMP)
@@ -24,6 +32,21 @@ test: $(STAMP)
 
 demo: $(STAMP)
 	$(PY) -m tf_transformer.demo
+
+$(NOTEBOOK_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -c $(CONSTRAINTS) -e '.[dev,notebook]'
+	@touch $(NOTEBOOK_STAMP)
+
+# JupyterLab on the project's environment, in notebooks/. Extra arguments through
+# JUPYTER_ARGS, e.g. make notebook JUPYTER_ARGS="--no-browser --port 8890".
+JUPYTER_ARGS ?=
+notebook: $(NOTEBOOK_STAMP)
+	cd notebooks && ../$(VENV)/bin/jupyter lab $(JUPYTER_ARGS)
+
+# A user's install on another Python: a fresh venv in a temporary folder, a non-editable
+# install with constraints.txt, import, and a tiny train -> export -> translate (.ci/smoke).
+smoke:
+	.ci/smoke $(SMOKE_PYTHON)
 
 clean:
 	rm -rf $(VENV) runs build *.egg-info
