@@ -35,11 +35,17 @@ USER_ERRORS = (
 )
 
 
+def usage_error(prog: str, message: str):
+    """Exits 2 with one line: `PROG: error: MESSAGE (see PROG --help)`."""
+    print(f"{prog}: error: {message} (see {prog} --help)", file=sys.stderr)
+    sys.exit(2)
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """argparse that reports a bad command line in one line (no usage block), exit code 2."""
 
     def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        usage_error(self.prog, message)
 
 
 def one_line(error: BaseException) -> str:
@@ -74,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     args, extras = parser.parse_known_args(argv)
     field = getattr(args, "extra_positionals", None)
     if extras and (field is None or any(e.startswith("-") for e in extras)):
-        parser.error(f"unrecognized arguments: {' '.join(extras)}")  # exits 2
+        usage_error(f"{parser.prog} {args.command}", f"unrecognized arguments: {' '.join(extras)}")
     if extras:
         setattr(args, field, [*getattr(args, field), *extras])
     try:
