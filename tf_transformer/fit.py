@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import tensorflow as tf
@@ -13,7 +12,6 @@ from tf_transformer.distribute import build_model, get_strategy
 from tf_transformer.losses import MaskedAccuracy, MaskedSparseCrossEntropy
 from tf_transformer.run_dir import RunDir
 from tf_transformer.schedule import make_optimizer
-from tf_transformer.summaries import ScalarLogger
 from tf_transformer.train import write_run_config
 
 
@@ -61,8 +59,7 @@ def make_callbacks(
 ) -> list[tf.keras.callbacks.Callback]:
     """The usual `model.fit` callbacks for a run directory.
 
-    - TensorBoard scalars under `logs/fit` (`tf.keras.callbacks.TensorBoard` when the
-      `tensorboard` package is installed, else `ScalarLogger`, which needs only TensorFlow);
+    - `tf.keras.callbacks.TensorBoard` scalars under `logs/fit` (`train/`, `validation/`);
     - `ModelCheckpoint` of the whole model (optimizer and schedule included) to
       `fit/model.keras`, the best by `val_loss` when there is validation data;
     - `BackupAndRestore` in `fit/backup`, so an interrupted `fit` resumes at its epoch;
@@ -71,12 +68,8 @@ def make_callbacks(
     """
     paths = fit_paths(run_dir)
     paths["model"].parent.mkdir(parents=True, exist_ok=True)
-    if importlib.util.find_spec("tensorboard") is not None:
-        logger = tf.keras.callbacks.TensorBoard(log_dir=str(paths["logs"]))
-    else:
-        logger = ScalarLogger(str(paths["logs"]))
     callbacks = [
-        logger,
+        tf.keras.callbacks.TensorBoard(log_dir=str(paths["logs"])),
         tf.keras.callbacks.ModelCheckpoint(
             str(paths["model"]),
             monitor="val_loss" if validation else "loss",
