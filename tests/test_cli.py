@@ -47,3 +47,61 @@ def test_stdin_lines_are_text_and_bad_utf8_names_the_line(monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"ok\n\xff\xfe\n")))
     with pytest.raises(ValueError, match="Sentence 1 is not valid UTF-8"):
         read_sentences(args)
+
+
+def test_stdin_from_a_terminal_gets_a_one_line_hint(monkeypatch, capsys):
+    import argparse
+    import io
+    import sys
+
+    from tf_transformer.commands.translate import STDIN_HINT, read_sentences
+
+    class Terminal(io.TextIOWrapper):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(sys, "stdin", Terminal(io.BytesIO("olá .\n".encode())))
+    assert read_sentences(argparse.Namespace(sentences=[])) == ["olá ."]
+    assert capsys.readouterr().err == STDIN_HINT + "\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"ola\n")))  # a pipe: no hint
+    assert read_sentences(argparse.Namespace(sentences=[])) == ["ola"]
+    assert capsys.readouterr().err == ""
+
+
+def test_export_and_translate_server_agree_on_the_model_name(tmp_path, monkeypatch, capsys):
+    from pathlib import Path
+
+    import tf_transformer.export
+    from tf_transformer import cli
+    from tf_transformer.commands import DEFAULT_MODEL_NAME
+
+    exported = []
+
+    def export_run_dir(run_dir, out, **options):  # records where the export would go
+        exported.append(Path(out))
+        return Path(out) / "3"
+
+    monkeypatch.setattr(tf_transformer.export, "export_run_dir", export_run_dir)
+    monkeypatch.chdir(tmp_path)
+    assert main(["export", "runs/sample"]) == 0
+    assert exported == [Path("saved_models") / DEFAULT_MODEL_NAME]
+    out = capsys.readouterr().out
+    assert f"--model_name={DEFAULT_MODEL_NAME} " in out
+    assert f"--model_base_path={tmp_path / 'saved_models' / DEFAULT_MODEL_NAME}" in out
+    assert 'tf-transformer translate --server http://localhost:8501 "o gato bebe ."' in out
+    translate_args = cli.build_parser().parse_args(["translate", "--server", "http://x"])
+    assert translate_args.model_name == DEFAULT_MODEL_NAME
+    # Another base path: its name, and the --model-name to pass.
+    assert main(["export", "runs/sample", "--out", "models/pt_en"]) == 0
+    out = capsys.readouterr().out
+    assert "--model_name=pt_en " in out and "--model-name pt_en" in out
+
+
+def test_servable_not_found_says_to_pass_model_name(capsys):
+    from tests.predict_server import PredictServer
+
+    with PredictServer(None, model_name="pt_en") as server:  # 404 before any model is used
+        assert main(["translate", "--server", server.url, "olá ."]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "HTTP 404: Servable not found" in error
+    assert "asked for model 'transformer': pass --model-name NAME" in error

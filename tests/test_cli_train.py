@@ -74,3 +74,58 @@ def test_flags_override_the_preset_by_paper_names():
 def test_invalid_combination_is_a_user_error(capsys):
     code = main(["train", "--d-model", "30", "--num-heads", "4", "--run-dir", "/nonexistent/x"])
     assert code == 2 and "divisible" in capsys.readouterr().err
+
+
+def test_help_says_how_the_limits_interact(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--help"])
+    assert exit_info.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "Training stops at whichever comes first of the limits given" in text
+    assert "The preset's epochs apply only when neither --epochs nor --max-steps is given" in text
+    for flag in ("--epochs", "--max-steps N", "--max-minutes"):
+        assert flag in text
+
+
+@pytest.fixture(scope="module")
+def steps_run(tmp_path_factory):
+    """A tiny run on 4 pairs (2 batches an epoch) with --max-steps 5 and the tiny preset's
+    epochs=1: `(run_dir, corpus, exit code, stdout)`."""
+    import contextlib
+    import io
+
+    from tf_transformer.data.sample import sample_pairs
+
+    root = tmp_path_factory.mktemp("steps")
+    corpus = root / "four.tsv"
+    corpus.write_text("".join(f"{pt}\t{en}\n" for pt, en in sample_pairs("train")[:4]))
+    stdout = io.StringIO()
+    arguments = ["train", "--dataset", str(corpus), "--preset", "tiny", "--max-steps", "5"]
+    with contextlib.redirect_stdout(stdout):
+        code = main([*arguments, "--run-dir", str(root / "run"), "--quiet"])
+    return root / "run", corpus, code, stdout.getvalue()
+
+
+@pytest.mark.slow
+def test_max_steps_alone_trains_that_many_steps_past_the_presets_epochs(steps_run):
+    import re
+
+    from tests.test_summaries import read_scalars
+
+    run_dir, _, code, stdout = steps_run
+    assert code == 0
+    step, epoch = map(int, re.search(r"trained to step (\d+) \(epoch (\d+)\)", stdout).groups())
+    # Stopped inside an epoch after completing at least one: the preset's epochs=1 did not end it.
+    assert step == 5 and epoch >= 1, stdout
+    validation = read_scalars(run_dir / "logs" / "validation")
+    assert [s for s, _ in validation["loss"]] == sorted({s for s, _ in validation["loss"]})
+
+
+@pytest.mark.slow
+def test_evaluate_defaults_to_the_runs_own_dataset(steps_run, capsys):
+    run_dir, corpus, _, _ = steps_run
+    arguments = ["--beam-size", "1", "--max-length", "6", "--limit", "2", "--quiet"]
+    assert main(["evaluate", str(run_dir), *arguments]) == 0
+    out = capsys.readouterr().out
+    assert f"dataset: {corpus} (the run's dataset, from {run_dir / 'config.json'})" in out
+    assert (run_dir / "hypotheses.four.tsv.test.txt").is_file()

@@ -255,7 +255,9 @@ def run(args: argparse.Namespace) -> int:
         **data,
     )
     if args.fit:
-        print(f"fit done: {run_dir}")
+        model, history = result
+        steps = int(model.optimizer.iterations.numpy())
+        print(f"fit done: step {steps} ({len(history.epoch)} epochs): {run_dir}")
     elif result.stopped_by in ("SIGINT", "SIGTERM"):
         print(
             f"stopped by {result.stopped_by} at step {result.step}; checkpoint "
