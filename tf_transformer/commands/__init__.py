@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
 
 # The name `export` files a model under (saved_models/<name>/<version>) and the name
 # `translate --server` asks TF Serving for: the same by default, so an export serves at once.
@@ -29,14 +30,21 @@ def positive_float(text: str) -> float:
 @contextlib.contextmanager
 def model_loading(path):
     """Turns TensorFlow's errors for an unreadable SavedModel or checkpoint into a `CLIError`
-    naming `path` (one line, exit 2); FileNotFoundError and PermissionError pass unchanged."""
-    import tensorflow as tf
+    naming `path` (one line, exit 2); FileNotFoundError and PermissionError pass unchanged.
 
+    TensorFlow is not imported here: a wrong path fails before it loads.
+    """
     from tf_transformer.cli import CLIError
 
     try:
         yield
     except (FileNotFoundError, PermissionError):
         raise
-    except (OSError, tf.errors.NotFoundError, tf.errors.DataLossError) as error:
+    except Exception as error:
+        unreadable = [OSError]
+        tf = sys.modules.get("tensorflow")  # loaded by whatever raised a TensorFlow error
+        if tf is not None:
+            unreadable += [tf.errors.NotFoundError, tf.errors.DataLossError]
+        if not isinstance(error, tuple(unreadable)):
+            raise
         raise CLIError(f"cannot load the model in {path}: {error}") from error
