@@ -2,6 +2,7 @@
 
 import hashlib
 import io
+import socket
 import tarfile
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import tensorflow_datasets as tfds
 
 from tf_transformer.data import DataFormatError, DatasetUnavailableError, load_dataset
 from tf_transformer.data.ted_tarball import DEAD_URL
+from tf_transformer.errors import TransformerError
 
 SHARED = Path(__file__).resolve().parents[2] / ".." / "shared"
 TED_TFDS_DIR = SHARED / "data" / "ted_hrlr_validation" / "tfds_data_dir"
@@ -55,6 +57,8 @@ def test_tfds_dead_url_gives_one_clear_error(tmp_path, monkeypatch):
     assert DEAD_URL in message
     assert "--tarball" in message
     assert "web.archive.org" in message
+    assert "\n" not in message  # the CLI prints it as its one error line
+    assert isinstance(info.value, TransformerError)
 
 
 def test_tfds_not_prepared_without_download_is_unavailable(tmp_path):
@@ -101,6 +105,26 @@ def test_tarball_without_pt_to_en_is_a_format_error(tmp_path):
     digest = _write_tarball(path, {"datasets/es_to_pt/es.dev": "hola\n"})
     with pytest.raises(DataFormatError, match="datasets/pt_to_en/en.dev"):
         load_dataset("ted_hrlr", "validation", tarball=path, sha256=digest)
+
+
+def test_tarball_that_is_missing_or_not_a_tar_archive(tmp_path):
+    with pytest.raises(FileNotFoundError, match="missing.tar.gz: no such file"):
+        load_dataset("ted_hrlr", "train", tarball=tmp_path / "missing.tar.gz")
+    junk = _write(tmp_path / "junk.tar.gz", b"\x1f\x8b not really gzip")
+    with pytest.raises(DataFormatError, match="not a readable tar archive"):
+        load_dataset("ted_hrlr", "train", tarball=junk, sha256=None)
+    with pytest.raises(ValueError, match=r"for the TED data \(ted_hrlr\) only"):
+        load_dataset("sample", "train", tarball=junk)
+
+
+def test_tarball_url_that_cannot_be_fetched(tmp_path):
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/qi18naacl-dataset.tar.gz"
+    with pytest.raises(DatasetUnavailableError, match="--tarball PATH") as info:
+        load_dataset("ted_hrlr", "train", tarball=url, data_dir=tmp_path)
+    assert f"cannot download {url}" in str(info.value)
 
 
 def _write(path, data):
