@@ -1,3 +1,8 @@
+import io
+import os
+import subprocess
+import sys
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
@@ -54,3 +59,31 @@ def test_learning_rate_plot_from_callable_and_values(tmp_path):
     plt.close(figure)
     with pytest.raises(ValueError, match="steps"):
         plot_learning_rate(lambda step: 1.0)
+
+
+def test_importing_plots_leaves_the_backend_to_the_environment():
+    # Jupyter sets MPLBACKEND to its inline backend; `matplotlib.use("Agg")` on import would
+    # replace it and notebooks would print `<Figure ...>` instead of the image (PITFALLS 15).
+    code = "import tf_transformer.plots, matplotlib; print(matplotlib.get_backend())"
+    env = {**os.environ, "MPLBACKEND": "svg"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "svg"
+
+
+def test_figures_are_returned_detached_and_written_only_when_asked(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    figures = [
+        plot_positional_encoding(8, 4),
+        plot_learning_rate([0.1, 0.2]),
+        plot_attention_heads(np.full((2, 3, 4), 0.25), list("abcd"), list("xyz")),
+    ]
+    assert list(tmp_path.iterdir()) == []  # no path: no file
+    for figure in figures:
+        # Not held by pyplot (Jupyter shows it once, as the cell's value; nothing accumulates) ...
+        assert figure.number not in plt.get_fignums()
+        # ... and it still renders.
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png")
+        assert buffer.getvalue()[:8] == PNG_MAGIC

@@ -1,4 +1,9 @@
-"""Figures: the positional-encoding table, a learning-rate schedule, attention heads (PNG files)."""
+"""Figures: the positional-encoding table, a learning-rate schedule, attention heads.
+
+Each function returns a matplotlib `Figure` and writes a PNG only when given `path=`. The
+backend is left to the environment: Jupyter's inline backend shows a returned Figure as the
+cell's result, and a process without a display gets Agg from matplotlib itself.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +11,20 @@ import math
 import os
 from collections.abc import Callable, Sequence
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only: no display needed (servers, CI, subprocesses)
-
 import matplotlib.pyplot as plt
 import numpy as np
 
 
-def _save(figure, path: str | os.PathLike | None):
+def _finish(figure, path: str | os.PathLike | None):
+    """Writes the PNG if asked, and hands the figure back detached from pyplot.
+
+    Closing drops pyplot's reference, so a long-lived process does not accumulate figures and
+    Jupyter shows the figure once (as the cell's result) instead of twice (result and flush).
+    A closed figure still renders and saves.
+    """
     if path is not None:
         figure.savefig(os.fspath(path), dpi=100, bbox_inches="tight")
+    plt.close(figure)
     return figure
 
 
@@ -36,7 +44,8 @@ def plot_positional_encoding(
       path: where to write the PNG (optional).
 
     Returns:
-      The matplotlib Figure.
+      The matplotlib Figure (already closed in pyplot: leave it as a cell's last expression to
+      see it in Jupyter).
     """
     from tf_transformer.layers.positional_encoding import positional_encoding
 
@@ -47,7 +56,7 @@ def plot_positional_encoding(
     axes.set_ylabel("position")
     axes.set_title(f"Positional encoding ({layout})")
     figure.colorbar(image, ax=axes)
-    return _save(figure, path)
+    return _finish(figure, path)
 
 
 def plot_learning_rate(
@@ -64,7 +73,8 @@ def plot_learning_rate(
       path: where to write the PNG (optional).
 
     Returns:
-      The matplotlib Figure.
+      The matplotlib Figure (already closed in pyplot: leave it as a cell's last expression to
+      see it in Jupyter).
     """
     if callable(schedule):
         if steps is None:
@@ -79,7 +89,7 @@ def plot_learning_rate(
     axes.set_xlabel("training step")
     axes.set_ylabel("learning rate")
     axes.set_title("Learning-rate schedule")
-    return _save(figure, path)
+    return _finish(figure, path)
 
 
 def plot_attention_heads(
@@ -101,7 +111,8 @@ def plot_attention_heads(
       columns: panels per row.
 
     Returns:
-      The matplotlib Figure, with exactly one axes per head.
+      The matplotlib Figure, with exactly one axes per head (already closed in pyplot, as
+      above).
     """
     attention = np.asarray(attention)
     if attention.ndim != 3:
@@ -124,4 +135,4 @@ def plot_attention_heads(
         axes.set_yticklabels(tgt_tokens, fontsize=8)
         axes.set_xlabel(f"head {head + 1}")
     figure.tight_layout()
-    return _save(figure, path)
+    return _finish(figure, path)
