@@ -75,6 +75,7 @@ def register(subparsers) -> None:
         "--epochs",
         type=positive_int,
         default=None,
+        metavar="N",
         help="Stop after N passes over the training data (default: the preset's epochs, unless "
         "--max-steps is given).",
     )
@@ -91,7 +92,8 @@ def register(subparsers) -> None:
         "--max-minutes",
         type=positive_float,
         default=None,
-        help="Wall-clock budget of this call: save, average and stop once reached; adds to the "
+        metavar="M",
+        help="Wall-clock budget of this call, M minutes: save, average and stop once reached; adds to the "
         "other limits (the preset's epochs still apply unless --epochs or --max-steps is given).",
     )
     loop.add_argument("--checkpoint-every", type=positive_int, default=None)
