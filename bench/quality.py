@@ -100,7 +100,7 @@ def train_within_budget(args, root: Path) -> None:
     """Builds tokenizers (or reloads them) and trains until the budget is spent."""
     from tf_transformer.data.sources import pairs_to_dataset
     from tf_transformer.run_dir import RunDir
-    from tf_transformer.tokenizers import build_tokenizers
+    from tf_transformer.text.tokenizers import build_tokenizers
     from tf_transformer.train import epoch_batches, train
 
     run = RunDir(args.run_dir)
@@ -128,8 +128,8 @@ def train_within_budget(args, root: Path) -> None:
             tokenizers = build_tokenizers(pairs, vocab_size=train_config.vocab_size)
             tokenizers.save(str(run.tokenizers_path))
         model_config = model_config.replace(
-            input_vocab_size=int(tokenizers.pt.get_vocab_size()),
-            target_vocab_size=int(tokenizers.en.get_vocab_size()),
+            input_vocab_size=int(tokenizers.source.get_vocab_size()),
+            target_vocab_size=int(tokenizers.target.get_vocab_size()),
         )
         record["tokenizer_minutes"] = (time.monotonic() - started) / 60
         print(f"tokenizers: {record['tokenizer_minutes']:.2f} min (outside the training budget)")

@@ -36,7 +36,7 @@ SENTENCE = (
 def synthetic_tokenizers(vocab_size: int, directory: Path):
     """Tokenizers over `vocab_size`-token vocabularies: the sample corpus' words, then filler."""
     from tf_transformer.data.sample import sample_pairs
-    from tf_transformer.tokenizers import RESERVED_TOKENS, Tokenizers, write_vocab
+    from tf_transformer.text.tokenizers import RESERVED_TOKENS, Tokenizers, write_vocab
 
     pairs = sample_pairs("train", size=5000) + [(SENTENCE, "")]
     paths = []
@@ -92,7 +92,7 @@ def main() -> None:
     path = module.export(work / "model")
     export_s = time.perf_counter() - start
     loaded = tf.saved_model.load(str(path))
-    source_tokens = int(tokenizers.pt.tokenize(tf.constant([SENTENCE])).row_lengths()[0])
+    source_tokens = int(tokenizers.source.tokenize(tf.constant([SENTENCE])).row_lengths()[0])
     print(f"model: {source}; export {export_s:.1f} s to {path}")
     print(f"sentence: {source_tokens} source tokens; at most {args.max_length} generated")
 

@@ -18,7 +18,7 @@ from tf_transformer.config import get_preset
 from tf_transformer.data.sample import sample_pairs
 from tf_transformer.model import Transformer
 from tf_transformer.run_dir import RunDir
-from tf_transformer.tokenizers import build_tokenizers
+from tf_transformer.text.tokenizers import build_tokenizers
 
 MAX_LENGTH = 8  # generated tokens: short, so beam search over untrained weights stays fast
 BEAM_SIZE = 3
@@ -49,8 +49,8 @@ def tiny_objects():
         ds, vocab_size=300, vocab_dir=_root() / "vocab", learn_params={"num_iterations": 1}
     )
     config = get_preset("tiny").replace(
-        input_vocab_size=int(tokenizers.pt.get_vocab_size()),
-        target_vocab_size=int(tokenizers.en.get_vocab_size()),
+        input_vocab_size=int(tokenizers.source.get_vocab_size()),
+        target_vocab_size=int(tokenizers.target.get_vocab_size()),
     )
     tf.keras.utils.set_random_seed(0)
     model = Transformer.from_config(config)

@@ -122,8 +122,8 @@ def test_layout_and_signatures(export_dir, loaded):
     assert export_dir.name == "1"
     assert {p.name for p in export_dir.iterdir()} >= {"saved_model.pb", "variables", "assets"}
     assert sorted(p.name for p in (export_dir / "assets").iterdir()) == [
-        "en_vocab.txt",
-        "pt_vocab.txt",
+        "source.pt.vocab",
+        "target.en.vocab",
     ]
     assert set(loaded.signatures) == {"serving_default", "greedy", "attention"}
     for name in ("serving_default", "greedy"):

@@ -1,4 +1,4 @@
-"""Tests for tf_transformer.tokenizers: vocabulary build, round trips, [UNK], SavedModel reload."""
+"""Tests for tf_transformer.text.tokenizers: vocabulary build, round trips, [UNK], SavedModel reload."""
 
 import json
 import re
@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from tf_transformer.data import load_dataset
-from tf_transformer.tokenizers import (
+from tf_transformer.text.tokenizers import (
     END_ID,
     PAD_ID,
     RESERVED_TOKENS,
@@ -55,7 +55,7 @@ def _bert_spacing(text):
 def test_reserved_ids_and_vocab_files(tokenizers):
     assert (PAD_ID, UNK_ID, START_ID, END_ID) == (0, 1, 2, 3)
     assert RESERVED_TOKENS == ("[PAD]", "[UNK]", "[START]", "[END]")
-    for tok in (tokenizers.pt, tokenizers.en):
+    for tok in (tokenizers.source, tokenizers.target):
         assert _texts(tok.get_reserved_tokens()) == list(RESERVED_TOKENS)
         vocab = Path(tok.get_vocab_path().numpy().decode()).read_text().splitlines()
         assert vocab[:4] == list(RESERVED_TOKENS)
@@ -66,7 +66,7 @@ def test_reserved_ids_and_vocab_files(tokenizers):
 def test_round_trip_on_sample_sentences(tokenizers):
     sample = pytest.importorskip("tf_transformer.data.sample")
     dev = sample.sample_pairs("dev")[:200]
-    for index, tok in enumerate((tokenizers.pt, tokenizers.en)):
+    for index, tok in enumerate((tokenizers.source, tokenizers.target)):
         texts = [pair[index] for pair in dev]
         ids = tok.tokenize(tf.constant(texts))
         rows = ids.to_list()
@@ -78,38 +78,38 @@ def test_round_trip_on_sample_sentences(tokenizers):
 
 
 def test_lower_cases_keeps_accents_and_spaces_punctuation(tokenizers):
-    ids = tokenizers.pt.tokenize(tf.constant(["As CRIANÇAS não estavam no parque?"]))
-    assert _texts(tokenizers.pt.detokenize(ids)) == ["as crianças não estavam no parque ?"]
-    tokens = _texts(tokenizers.pt.lookup(ids).flat_values)
+    ids = tokenizers.source.tokenize(tf.constant(["As CRIANÇAS não estavam no parque?"]))
+    assert _texts(tokenizers.source.detokenize(ids)) == ["as crianças não estavam no parque ?"]
+    tokens = _texts(tokenizers.source.lookup(ids).flat_values)
     assert tokens[0] == "[START]" and tokens[-1] == "[END]"
 
 
 def test_apostrophes_between_letters_are_glued_back(tokenizers):
-    ids = tokenizers.en.tokenize(tf.constant(["I don't know the boy 's car ' here we'll see"]))
-    assert _texts(tokenizers.en.detokenize(ids)) == ["i don't know the boy's car ' here we'll see"]
+    ids = tokenizers.target.tokenize(tf.constant(["I don't know the boy 's car ' here we'll see"]))
+    assert _texts(tokenizers.target.detokenize(ids)) == ["i don't know the boy's car ' here we'll see"]
 
 
 def test_dense_padded_ids_detokenize_like_ragged(tokenizers):
-    ids = tokenizers.en.tokenize(tf.constant(["the children help a teacher .", "my boat ."]))
+    ids = tokenizers.target.tokenize(tf.constant(["the children help a teacher .", "my boat ."]))
     dense = ids.to_tensor(default_value=PAD_ID)
     assert dense.shape[1] > int(ids.row_lengths()[1])  # the second row is padded with PAD
     expected = ["the children help a teacher .", "my boat ."]
-    assert _texts(tokenizers.en.detokenize(ids)) == expected
-    assert _texts(tokenizers.en.detokenize(dense)) == expected
-    assert _texts(tokenizers.en.detokenize(tf.cast(dense, tf.int32))) == expected
+    assert _texts(tokenizers.target.detokenize(ids)) == expected
+    assert _texts(tokenizers.target.detokenize(dense)) == expected
+    assert _texts(tokenizers.target.detokenize(tf.cast(dense, tf.int32))) == expected
     # What a batched decoder emits: tokens after [END] are ignored.
     junk = tf.concat([dense, tf.fill([2, 3], tf.constant(10, tf.int64))], axis=1)
-    assert _texts(tokenizers.en.detokenize(junk)) == expected
+    assert _texts(tokenizers.target.detokenize(junk)) == expected
 
 
 def test_unknown_characters_map_to_unk(tokenizers):
-    ids = tokenizers.en.tokenize(tf.constant(["the cat 😀 漢字", "", "ø"]))
+    ids = tokenizers.target.tokenize(tf.constant(["the cat 😀 漢字", "", "ø"]))
     rows = [row.tolist() for row in ids.numpy()]
     assert rows[0][0] == START_ID and rows[0][-1] == END_ID
     assert rows[0].count(UNK_ID) == 3  # the emoji and each CJK character (split apart)
     assert rows[1] == [START_ID, END_ID]
     assert rows[2] == [START_ID, UNK_ID, END_ID]
-    assert _texts(tokenizers.en.detokenize(ids)) == ["the cat [UNK] [UNK] [UNK]", "", "[UNK]"]
+    assert _texts(tokenizers.target.detokenize(ids)) == ["the cat [UNK] [UNK] [UNK]", "", "[UNK]"]
 
 
 def test_tatoeba_dev_round_trip(tmp_path):
@@ -118,7 +118,7 @@ def test_tatoeba_dev_round_trip(tmp_path):
     train = load_dataset(TATOEBA, "train").take(1000)
     tok = build_tokenizers(train, vocab_size=1000, vocab_dir=tmp_path, learn_params=FAST_LEARN)
     dev = [(p.numpy().decode(), e.numpy().decode()) for p, e in load_dataset(TATOEBA, "dev")]
-    for index, lang_tok in enumerate((tok.pt, tok.en)):
+    for index, lang_tok in enumerate((tok.source, tok.target)):
         texts = [pair[index] for pair in dev]
         ids = lang_tok.tokenize(tf.constant(texts))
         has_unk = [UNK_ID in row for row in ids.numpy()]
@@ -136,18 +136,18 @@ def test_saved_model_reloads_in_fresh_process(tokenizers, tmp_path):
     path = tmp_path / "tokenizers"
     tokenizers.save(path)
     texts = ["o menino bebe o suco ?", "Olá 😀 mundo"]
-    expected_ids = tokenizers.pt.tokenize(tf.constant(texts)).to_list()
-    expected_en = _texts(tokenizers.en.detokenize(tf.constant([[2, 60, 70, 3, 0]], tf.int64)))
+    expected_ids = tokenizers.source.tokenize(tf.constant(texts)).to_list()
+    expected_en = _texts(tokenizers.target.detokenize(tf.constant([[2, 60, 70, 3, 0]], tf.int64)))
     script = (
         "import json, sys\n"
         "import tensorflow as tf\n"
         "import tensorflow_text  # registers the ops\n"
         "tok = tf.saved_model.load(sys.argv[1])\n"
-        "ids = tok.pt.tokenize(tf.constant(json.loads(sys.argv[2])))\n"
+        "ids = tok.source.tokenize(tf.constant(json.loads(sys.argv[2])))\n"
         "dense = tf.constant([[2, 60, 70, 3, 0]], tf.int64)\n"
         "print(json.dumps({'ids': ids.to_list(),\n"
-        "  'en': [s.decode() for s in tok.en.detokenize(dense).numpy()],\n"
-        "  'size': int(tok.en.get_vocab_size()),\n"
+        "  'en': [s.decode() for s in tok.target.detokenize(dense).numpy()],\n"
+        "  'size': int(tok.target.get_vocab_size()),\n"
         "  'modules': sorted(m for m in sys.modules if m.startswith('tf_transformer'))}))\n"
     )
     result = subprocess.run(
@@ -163,5 +163,5 @@ def test_saved_model_reloads_in_fresh_process(tokenizers, tmp_path):
     assert reloaded["modules"] == []
     assert reloaded["ids"] == expected_ids
     assert reloaded["en"] == expected_en
-    assert reloaded["size"] == int(tokenizers.en.get_vocab_size())
+    assert reloaded["size"] == int(tokenizers.target.get_vocab_size())
     assert expected_ids[1].count(UNK_ID) == 1  # the emoji

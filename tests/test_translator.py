@@ -11,7 +11,7 @@ from tf_transformer.config import get_preset
 from tf_transformer.data.sample import sample_pairs
 from tf_transformer.inference.translator import Translator, validate_utf8
 from tf_transformer.model import Transformer
-from tf_transformer.tokenizers import END_ID, START_ID, UNK_ID, build_tokenizers
+from tf_transformer.text.tokenizers import END_ID, START_ID, UNK_ID, build_tokenizers
 
 MAX_LENGTH = 10
 SENTENCES = [
@@ -41,8 +41,8 @@ def tiny_model(tokenizers, seed=1):
         d_model=16,
         dff=32,
         max_length=32,
-        input_vocab_size=int(tokenizers.pt.get_vocab_size()),
-        target_vocab_size=int(tokenizers.en.get_vocab_size()),
+        input_vocab_size=int(tokenizers.source.get_vocab_size()),
+        target_vocab_size=int(tokenizers.target.get_vocab_size()),
     )
     model = Transformer.from_config(config)
     model.build()

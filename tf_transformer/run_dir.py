@@ -86,7 +86,7 @@ class RunDir:
         return which
 
     def load_tokenizers(self):
-        from tf_transformer.tokenizers import load_tokenizers
+        from tf_transformer.text.tokenizers import load_tokenizers
 
         if not self.tokenizers_path.is_dir():
             raise FileNotFoundError(f"No tokenizers in {self.tokenizers_path}.")

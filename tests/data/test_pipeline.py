@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from tf_transformer.data import make_batches, padded_batches, padding_fraction
 from tf_transformer.data.pipeline import bucket_batch_sizes, default_bucket_boundaries
-from tf_transformer.tokenizers import (
+from tf_transformer.text.tokenizers import (
     END_ID,
     RESERVED_TOKENS,
     START_ID,
@@ -29,7 +29,7 @@ class _NumberTokenizer:
         return tf.concat([starts, ids, ends], axis=1)
 
 
-NUMBERS = types.SimpleNamespace(pt=_NumberTokenizer(), en=_NumberTokenizer())
+NUMBERS = types.SimpleNamespace(source=_NumberTokenizer(), target=_NumberTokenizer())
 
 
 def _pairs(pairs):
@@ -124,10 +124,10 @@ def test_real_tokenizers_feed_model_fit(letter_tokenizers):
     pairs = _pairs([("o gato .", "the cat ."), ("sim", "yes"), ("um cão ?", "a dog ?")] * 4)
     ds = make_batches(pairs, letter_tokenizers, max_length=16, token_budget=64, seed=0)
     (src, _), _ = next(iter(ds))
-    texts = [s.decode() for s in letter_tokenizers.pt.detokenize(src).numpy()]
+    texts = [s.decode() for s in letter_tokenizers.source.detokenize(src).numpy()]
     assert set(texts) <= {"o gato .", "sim", "um [UNK] ?"}  # "ã" is not in the vocabulary
 
-    vocab_size = int(letter_tokenizers.en.get_vocab_size())
+    vocab_size = int(letter_tokenizers.target.get_vocab_size())
     src_in = tf.keras.Input(shape=(None,), dtype="int64")
     tgt = tf.keras.Input(shape=(None,), dtype="int64")
     hidden = tf.keras.layers.Embedding(vocab_size, 4)(tgt)

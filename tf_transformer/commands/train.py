@@ -188,7 +188,7 @@ def train_run(
     from tf_transformer.data import load_dataset
     from tf_transformer.data.pipeline import make_batches
     from tf_transformer.run_dir import RunDir
-    from tf_transformer.tokenizers import build_tokenizers
+    from tf_transformer.text.tokenizers import build_tokenizers
 
     run = RunDir(run_dir)
     data = {"dataset": _recorded(str(dataset)), "tarball": _recorded(tarball)}
@@ -206,8 +206,8 @@ def train_run(
         tokenizers = build_tokenizers(train_pairs, vocab_size=train_config.vocab_size)
         tokenizers.save(str(run.tokenizers_path))
         model_config = model_config.replace(
-            input_vocab_size=int(tokenizers.pt.get_vocab_size()),
-            target_vocab_size=int(tokenizers.en.get_vocab_size()),
+            input_vocab_size=int(tokenizers.source.get_vocab_size()),
+            target_vocab_size=int(tokenizers.target.get_vocab_size()),
         )
     run.write_config({**(run.read_config() if run.exists() else {}), "data": data})
     batching = {"max_length": train_config.max_tokens, "token_budget": train_config.token_budget}

@@ -1,7 +1,7 @@
 """The tf.data pipeline: tokenize pairs, bound their length, batch by token budget with bucketing.
 
 Every batch is ``((src, tgt_in), tgt_out)``: int64 ``(batch, len)`` tensors padded with 0
-(``[PAD]``), where ``tgt_in = en[:-1]`` and ``tgt_out = en[1:]``. The same dataset serves a custom
+(``[PAD]``), where ``tgt_in = tgt[:-1]`` and ``tgt_out = tgt[1:]``. The same dataset serves a custom
 training loop and ``model.fit``.
 """
 
@@ -34,13 +34,13 @@ def prepare_examples(
     seed: int | None = None,
     cache: bool = True,
 ) -> tf.data.Dataset:
-    """Tokenizes ``(pt, en)`` pairs into unbatched ``((src, tgt_in), tgt_out)`` examples.
+    """Tokenizes ``(source, target)`` pairs into unbatched ``((src, tgt_in), tgt_out)`` examples.
 
     Args:
-        pairs_ds: scalar ``tf.string`` ``(pt, en)`` pairs (e.g. from `load_dataset`).
-        tokenizers: a `Tokenizers` (or its reloaded SavedModel) with ``.pt`` and ``.en``.
+        pairs_ds: scalar ``tf.string`` ``(source, target)`` pairs (e.g. from `load_dataset`).
+        tokenizers: a `Tokenizers` (or its reloaded SavedModel) with ``.source`` and ``.target``.
         max_length: the longest ``src``, ``tgt_in`` and ``tgt_out`` in tokens ([START]/[END]
-            included); ``en`` may thus hold ``max_length + 1`` tokens before the shift.
+            included); ``tgt`` may thus hold ``max_length + 1`` tokens before the shift.
         drop_long: drop pairs past `max_length` instead of truncating them (truncation keeps
             [END] as the last token).
         shuffle: shuffle the examples (after the cache, so every epoch has a new order).
@@ -54,17 +54,17 @@ def prepare_examples(
     if max_length < 2:
         raise ValueError(f"max_length must leave room for [START] and [END], got {max_length}")
 
-    def tokenize(pt, en):
-        return tokenizers.pt.tokenize(pt), tokenizers.en.tokenize(en)
+    def tokenize(source, target):
+        return tokenizers.source.tokenize(source), tokenizers.target.tokenize(target)
 
-    def fits(src, en):
-        return (tf.size(src) <= max_length) & (tf.size(en) <= max_length + 1)
+    def fits(src, tgt):
+        return (tf.size(src) <= max_length) & (tf.size(tgt) <= max_length + 1)
 
-    def bound(src, en):
-        return _truncate(src, max_length), _truncate(en, max_length + 1)
+    def bound(src, tgt):
+        return _truncate(src, max_length), _truncate(tgt, max_length + 1)
 
-    def shift(src, en):
-        return (src, en[:-1]), en[1:]
+    def shift(src, tgt):
+        return (src, tgt[:-1]), tgt[1:]
 
     ds = (
         pairs_ds.batch(_TOKENIZE_BATCH)
@@ -135,7 +135,7 @@ def make_batches(
     `token_budget` for ``src`` and for ``tgt_in``/``tgt_out``.
 
     Args:
-        pairs_ds: scalar ``tf.string`` ``(pt, en)`` pairs.
+        pairs_ds: scalar ``tf.string`` ``(source, target)`` pairs.
         tokenizers: a `Tokenizers` (or its reloaded SavedModel).
         max_length: the longest sequence in tokens (see `prepare_examples`).
         token_budget: the most tokens (padding included) per batch and per side.

@@ -4,7 +4,7 @@ Layout (TF Serving's model base path; versions are positive integers, the server
 highest)::
 
     saved_models/NAME/
-      1/  saved_model.pb  variables/  assets/pt_vocab.txt  assets/en_vocab.txt
+      1/  saved_model.pb  variables/  assets/source.pt.vocab  assets/target.en.vocab
       2/  ...
 
 A version is written into a hidden sibling (``.tmp-2-XXXX``, which TF Serving ignores) and
@@ -14,8 +14,8 @@ version is never overwritten.
 Signatures (tag set ``serve``):
 
 ``serving_default`` (beam search, the export's `beam_size` and `length_penalty`) and ``greedy``:
-    inputs:  ``sentences``  string ``[None]``: Portuguese sentences (raw text).
-    outputs: ``translations`` string ``[None]``: English text (lower-cased, spaced punctuation);
+    inputs:  ``sentences``  string ``[None]``: source-language sentences (raw text).
+    outputs: ``translations`` string ``[None]``: target-language text (lower-cased, spaced punctuation);
              ``scores`` float32 ``[None]``: beam search: length-normalised log-probability,
              greedy: the log-probability of the translation;
              ``tokens`` int64 ``[None, None]``: target ids, START (2) first, END (3) last, PAD (0)
@@ -146,7 +146,7 @@ class ExportModule(tf.Module):
     """What gets saved: tokenizers, model and the Translator's decoding functions; no optimizer.
 
     Args:
-        tokenizers: a `Tokenizers` module (or a loaded one) with `.pt` and `.en`.
+        tokenizers: a `Tokenizers` module (or a loaded one) with `.source` and `.target`.
         model: a `tf_transformer.model.Transformer`.
         max_length: most source tokens and most generated tokens (the Translator's default
             when None).
@@ -218,8 +218,8 @@ class ExportModule(tf.Module):
         return {
             "translation": out["text"][0],
             "tokens": ids[0, : generated + 1],
-            "source_tokens": self.tokenizers.pt.lookup(src)[0],
-            "target_tokens": self.tokenizers.en.lookup(ids[:, 1 : generated + 1])[0],
+            "source_tokens": self.tokenizers.source.lookup(src)[0],
+            "target_tokens": self.tokenizers.target.lookup(ids[:, 1 : generated + 1])[0],
             "attention_weights": weights["cross"][-1][0],  # (heads, tgt_len, src_len)
         }
 

@@ -1,4 +1,4 @@
-"""The text-to-text Translator: Portuguese strings in, English strings (plus ids, scores) out."""
+"""The text-to-text Translator: source sentences in, target sentences (plus ids, scores) out."""
 
 from __future__ import annotations
 
@@ -38,14 +38,14 @@ def validate_utf8(sentences: Any) -> tf.Tensor:
 
 
 class Translator(tf.Module):
-    """Translates a batch of Portuguese sentences with a `Transformer` and its tokenizers.
+    """Translates a batch of source-language sentences with a `Transformer` and its tokenizers.
 
-    Sources are tokenized with `self.tokenizers.pt` and truncated to `max_length` tokens (START
+    Sources are tokenized with `self.tokenizers.source` and truncated to `max_length` tokens (START
     first, END kept last), so arbitrarily long input is safe; at most `max_length` tokens are
     generated. Empty and whitespace-only sentences translate to `""`.
 
     Args:
-      tokenizers: a `Tokenizers` module (or a loaded one) with `.pt` and `.en`.
+      tokenizers: a `Tokenizers` module (or a loaded one) with `.source` and `.target`.
       model: a `tf_transformer.model.Transformer`.
       max_length: most source tokens and most generated tokens; default
         `min(128, model.max_length)`.
@@ -94,7 +94,7 @@ class Translator(tf.Module):
         Invalid UTF-8 fails here, in the graph (InvalidArgumentError), before tokenization.
         """
         sentences = tf.strings.unicode_transcode(sentences, "UTF-8", "UTF-8", errors="strict")
-        tokens = self.tokenizers.pt.tokenize(sentences)  # ragged (batch, None), START ... END
+        tokens = self.tokenizers.source.tokenize(sentences)  # ragged (batch, None), START ... END
         body = tokens[:, 1:-1][:, : self.max_length - 2]
         batch = tf.shape(sentences, out_type=tf.int64)[0]
         starts = tf.fill([batch, 1], tf.constant(START_ID, tf.int64))
@@ -130,7 +130,7 @@ class Translator(tf.Module):
                 nothing = tf.one_hot(0, width, START_ID, 0) + tf.one_hot(1, width, END_ID, 0)
                 ids = tf.where(empty[:, tf.newaxis], nothing[tf.newaxis, :], out.ids)
                 ids = tf.cast(ids, tf.int64)
-                text = self.tokenizers.en.detokenize(ids)
+                text = self.tokenizers.target.detokenize(ids)
                 return {
                     "text": tf.where(empty, tf.constant(""), text),
                     "ids": ids,
@@ -196,8 +196,8 @@ class Translator(tf.Module):
         generated = int(tf.reduce_sum(tf.cast(ids[0, 1:] > 0, tf.int32)))
         decoder_in = ids[:, : max(generated, 1)]  # START and every token but the last
         _, weights = self.model.call_with_attention((src, decoder_in))
-        src_tokens = self.tokenizers.pt.lookup(src)[0].numpy()
-        tgt_tokens = self.tokenizers.en.lookup(ids[:, 1 : generated + 1])[0].numpy()
+        src_tokens = self.tokenizers.source.lookup(src)[0].numpy()
+        tgt_tokens = self.tokenizers.target.lookup(ids[:, 1 : generated + 1])[0].numpy()
         return {
             "attention": weights["cross"][-1][0],
             "src_tokens": [token.decode("utf-8") for token in src_tokens],

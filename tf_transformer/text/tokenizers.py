@@ -1,4 +1,4 @@
-"""WordPiece tokenizers for pt and en: build the vocabularies, tokenize/detokenize, save as a tf.Module.
+"""WordPiece tokenizers of a language pair: build the vocabularies, tokenize/detokenize, save.
 
 The saved module needs only ``tensorflow`` and ``tensorflow_text`` to load, and uses only
 long-standing ops that TF Serving's bundled TF Text has (StringLower, NormalizeUTF8,
@@ -134,23 +134,38 @@ class LanguageTokenizer(tf.Module):
 
 
 class Tokenizers(tf.Module):
-    """The pair of tokenizers a pt→en model needs: ``.pt`` (source) and ``.en`` (target).
+    """The pair of tokenizers a translation model needs: ``.source`` and ``.target``.
+
+    The roles name the tokenizers; the languages are data (`languages`), so any pair works.
+    Tokenizers saved before the roles existed (with ``.pt`` and ``.en``) still load through
+    `load_tokenizers`.
 
     Args:
-        pt_vocab_path: the Portuguese vocabulary file.
-        en_vocab_path: the English vocabulary file.
+        source_vocab_path: the source-language vocabulary file.
+        target_vocab_path: the target-language vocabulary file.
         reserved_tokens: the reserved tokens at the head of both vocabularies.
+        source_lang, target_lang: language codes, recorded in the SavedModel.
     """
 
-    def __init__(self, pt_vocab_path, en_vocab_path, reserved_tokens=RESERVED_TOKENS, **kwargs):
+    def __init__(
+        self,
+        source_vocab_path,
+        target_vocab_path,
+        reserved_tokens=RESERVED_TOKENS,
+        *,
+        source_lang: str = "pt",
+        target_lang: str = "en",
+        **kwargs,
+    ):
         super().__init__(**kwargs)
-        self.pt = LanguageTokenizer(pt_vocab_path, reserved_tokens)
-        self.en = LanguageTokenizer(en_vocab_path, reserved_tokens)
+        self.source = LanguageTokenizer(source_vocab_path, reserved_tokens)
+        self.target = LanguageTokenizer(target_vocab_path, reserved_tokens)
+        self.languages = tf.Variable([source_lang, target_lang], trainable=False, name="languages")
 
     def save(self, path: str | Path) -> None:
         """Writes a SavedModel that `load_tokenizers` (or plain ``tf.saved_model.load``) reads."""
-        self.pt.trace_for_export()
-        self.en.trace_for_export()
+        self.source.trace_for_export()
+        self.target.trace_for_export()
         tf.saved_model.save(self, str(path))
 
 
@@ -158,9 +173,14 @@ def load_tokenizers(path: str | Path):
     """Loads tokenizers saved by `Tokenizers.save`; only ``tensorflow_text`` must be imported.
 
     Returns:
-        The restored module, with ``.pt`` and ``.en`` offering the same methods.
+        The restored module, with ``.source`` and ``.target`` offering the same methods (for
+        tokenizers saved with ``.pt`` and ``.en``, those become ``.source`` and ``.target``).
     """
-    return tf.saved_model.load(str(path))
+    tokenizers = tf.saved_model.load(str(path))
+    if not hasattr(tokenizers, "source"):  # saved before the roles: the pt->en pair
+        tokenizers.source, tokenizers.target = tokenizers.pt, tokenizers.en
+        tokenizers.languages = tf.constant(["pt", "en"])
+    return tokenizers
 
 
 def learn_vocab(
@@ -207,18 +227,21 @@ def build_tokenizers(
     pairs: tf.data.Dataset,
     vocab_size: int = 8000,
     *,
+    source_lang: str = "pt",
+    target_lang: str = "en",
     vocab_dir: str | Path | None = None,
     reserved_tokens=RESERVED_TOKENS,
     batch_size: int = 1000,
     learn_params: dict | None = None,
 ) -> Tokenizers:
-    """Learns pt and en WordPiece vocabularies from ``(pt, en)`` pairs and returns `Tokenizers`.
+    """Learns source and target WordPiece vocabularies from ``(source, target)`` pairs.
 
     Args:
-        pairs: a dataset of scalar string ``(pt, en)`` pairs (e.g. from `load_dataset`).
+        pairs: a dataset of scalar string ``(source, target)`` pairs (e.g. from `load_dataset`).
         vocab_size: the target size of each vocabulary.
-        vocab_dir: where ``pt_vocab.txt`` and ``en_vocab.txt`` are written (default: a new
-            temporary directory).
+        source_lang, target_lang: the language codes (recorded; they name the vocabulary files).
+        vocab_dir: where ``source.<lang>.vocab`` and ``target.<lang>.vocab`` are written
+            (default: a new temporary directory).
         reserved_tokens: tokens put first in both vocabularies.
         batch_size: strings per batch while counting words.
         learn_params: extra arguments of the WordPiece learner (see `learn_vocab`).
@@ -228,7 +251,7 @@ def build_tokenizers(
     """
     vocab_dir = Path(vocab_dir or tempfile.mkdtemp(prefix="tf_transformer_vocab_"))
     paths = {}
-    for index, lang in enumerate(("pt", "en")):
+    for index, (role, lang) in enumerate((("source", source_lang), ("target", target_lang))):
         texts = pairs.map(lambda *pair, i=index: pair[i])
         vocab = learn_vocab(
             texts,
@@ -237,5 +260,11 @@ def build_tokenizers(
             batch_size=batch_size,
             learn_params=learn_params,
         )
-        paths[lang] = write_vocab(vocab, vocab_dir / f"{lang}_vocab.txt")
-    return Tokenizers(paths["pt"], paths["en"], reserved_tokens)
+        paths[role] = write_vocab(vocab, vocab_dir / f"{role}.{lang}.vocab")
+    return Tokenizers(
+        paths["source"],
+        paths["target"],
+        reserved_tokens,
+        source_lang=source_lang,
+        target_lang=target_lang,
+    )
