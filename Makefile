@@ -38,10 +38,12 @@ $(NOTEBOOK_STAMP): $(STAMP)
 	@touch $(NOTEBOOK_STAMP)
 
 # JupyterLab on the project's environment, in notebooks/. Extra arguments through
-# JUPYTER_ARGS, e.g. make notebook JUPYTER_ARGS="--no-browser --port 8890".
+# JUPYTER_ARGS, e.g. make notebook JUPYTER_ARGS="--no-browser --port 8890". Jupyter refuses
+# to run as root without --allow-root (containers, these machines): added for root only.
 JUPYTER_ARGS ?=
 notebook: $(NOTEBOOK_STAMP)
-	cd notebooks && ../$(VENV)/bin/jupyter lab $(JUPYTER_ARGS)
+	cd notebooks && ../$(VENV)/bin/jupyter lab \
+	    $(if $(filter 0,$(shell id -u)),--allow-root) $(JUPYTER_ARGS)
 
 # A user's install on another Python: a fresh venv in a temporary folder, a non-editable
 # install with constraints.txt, import, and a tiny train -> export -> translate (.ci/smoke).
