@@ -1,6 +1,7 @@
 """Tests for `tf-transformer export`: next free version, refusal to overwrite, user errors."""
 
 import hashlib
+import shutil
 
 import pytest
 from tensorflow.core.protobuf import saved_model_pb2
@@ -20,9 +21,12 @@ def _snapshot(directory):
 
 
 @pytest.fixture(scope="module")
-def base_dir():
-    """A model base path that already holds version 1 (the shared export)."""
-    return tiny_export()[0].parent
+def base_dir(tmp_path_factory):
+    """A model base path that already holds version 1: a copy of the shared export, which
+    other tests read as it is (its base path has version 1 only)."""
+    base = tmp_path_factory.mktemp("export") / "tiny"
+    shutil.copytree(tiny_export()[0], base / "1")
+    return base
 
 
 def test_export_writes_the_next_version(base_dir, capsys):
