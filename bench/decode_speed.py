@@ -8,7 +8,10 @@ Both decoders get the same source sentences (random ids, the tutorial preset: vo
 random weights: speed does not depend on training) in the same process, at batch 1, and generate
 exactly N tokens (ours bans END until N, the baseline has no END stop). Calls alternate A B A B;
 the figures are medians of per-pair ratios, as ../shared/bench/README.md asks. The last line is
-machine-readable.
+machine-readable: the speed-ups over the baseline, beam 4 against greedy (with the XLA setting
+chosen per length), and `graph_ms_per_token`: the graph-mode (no XLA) greedy decoder's time per
+generated token at the first length, encoder and setup included (median call time / N). The line
+above it gives beam 4 against greedy in graph mode when XLA was chosen.
 """
 
 from __future__ import annotations
@@ -55,6 +58,23 @@ def median_ratio(numerators: list[float], denominators: list[float]) -> float:
     return statistics.median(n / d for n, d in zip(numerators, denominators, strict=True))
 
 
+def beam_vs_greedy(model, greedy, n: int, jit: bool, sources, args) -> float:
+    """Median ratio of beam-4 to greedy call times (interleaved), exactly `n` tokens."""
+    beam = make_decode_fn(
+        model, max_length=n, min_length=n, beam_size=4, alpha=0.6, jit_compile=jit
+    )
+    for src in sources:
+        timed(beam, src)
+    t_beam, t_greedy = interleaved(beam, greedy, sources, args.repeats)
+    ratio = median_ratio(t_beam, t_greedy)
+    print(
+        f"beam 4 {n:4d} tokens  xla={jit!s:5}: "
+        f"{statistics.median(t_beam) * 1000:7.1f} ms vs greedy "
+        f"{statistics.median(t_greedy) * 1000:7.1f} ms, {ratio:4.2f}x"
+    )
+    return ratio
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -65,6 +85,12 @@ def main() -> None:
         choices=("auto", "on", "off"),
         default="auto",
         help="XLA for our decoder; auto measures both at the first length and keeps the faster.",
+    )
+    parser.add_argument(
+        "--graph-beam",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also time beam 4 against greedy in graph mode at every length XLA was chosen for.",
     )
     args = parser.parse_args()
     started = time.perf_counter()
@@ -87,10 +113,13 @@ def main() -> None:
     jit_options = {"auto": [False, True], "on": [True], "off": [False]}[args.jit_compile]
     ratios = {}
     chosen_jit = {}
+    graph_ratios = {}
+    graph_ms_per_token = None
     for n in args.lengths:
         theirs = baseline.greedy_decode_recompute(reference, sources[0], steps=n)
         timed(theirs, sources[0])  # trace
         best = None
+        graph_greedy = None
         for jit in jit_options:
             ours = make_decode_fn(model, max_length=n, min_length=n, jit_compile=jit)
             for src in sources:
@@ -104,27 +133,37 @@ def main() -> None:
                 f"tok/s, baseline {n / statistics.median(t_theirs):6.0f} tok/s, "
                 f"speed-up {ratio:5.1f}x"
             )
+            if not jit:
+                graph_greedy = ours
+                if graph_ms_per_token is None:
+                    graph_ms_per_token = statistics.median(t_ours) * 1000 / n
             if best is None or ratio > best[0]:
                 best = (ratio, jit, ours)
         ratios[f"greedy_{n}"], chosen_jit[n], greedy = best
         jit_options = [chosen_jit[n]]
-        beam = make_decode_fn(
-            model, max_length=n, min_length=n, beam_size=4, alpha=0.6, jit_compile=chosen_jit[n]
+        ratios[f"beam4_vs_greedy_{n}"] = beam_vs_greedy(
+            model, greedy, n, chosen_jit[n], sources, args
         )
-        for src in sources:
-            timed(beam, src)
-        t_beam, t_greedy = interleaved(beam, greedy, sources, args.repeats)
-        ratios[f"beam4_vs_greedy_{n}"] = median_ratio(t_beam, t_greedy)
+        if chosen_jit[n] and (graph_greedy is not None or args.graph_beam):
+            if graph_greedy is None:
+                graph_greedy = make_decode_fn(model, max_length=n, min_length=n)
+            graph_ratios[n] = beam_vs_greedy(model, graph_greedy, n, False, sources, args)
+    if graph_ms_per_token is None:  # XLA only: time the graph decoder at the first length
+        n = args.lengths[0]
+        graph = make_decode_fn(model, max_length=n, min_length=n)
+        timed(graph, sources[0])
+        times = [timed(graph, src) for _ in range(args.repeats) for src in sources]
+        graph_ms_per_token = statistics.median(times) * 1000 / n
+    if graph_ratios:
         print(
-            f"beam 4 {n:4d} tokens  xla={chosen_jit[n]!s:5}: "
-            f"{statistics.median(t_beam) * 1000:7.1f} ms vs greedy "
-            f"{statistics.median(t_greedy) * 1000:7.1f} ms, "
-            f"{ratios[f'beam4_vs_greedy_{n}']:4.2f}x"
+            "graph mode: "
+            + " ".join(f"beam4_vs_greedy_{n}={r:.2f}" for n, r in graph_ratios.items())
         )
     first = args.lengths[0]
     fields = [f"greedy_{n}={ratios[f'greedy_{n}']:.1f}" for n in args.lengths]
     fields.append(f"beam4_vs_greedy={ratios[f'beam4_vs_greedy_{first}']:.2f}")
     fields += [f"beam4_vs_greedy_{n}={ratios[f'beam4_vs_greedy_{n}']:.2f}" for n in args.lengths]
+    fields.append(f"graph_ms_per_token={graph_ms_per_token:.2f}")
     print(f"({time.perf_counter() - started:.0f} s; load average {os.getloadavg()[0]:.1f})")
     print("ratios: " + " ".join(fields))
 

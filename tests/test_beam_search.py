@@ -2,7 +2,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.test_decoding import SRC, bigram_logits_fn, bigram_table, tiny_model
+from tests.test_decoding import (
+    SRC,
+    bigram_logits_fn,
+    bigram_table,
+    layered_model,
+    tiny_model,
+    while_body_ops,
+)
 from tf_transformer.inference.beam_search import (
     beam_search,
     gather_beams,
@@ -11,6 +18,7 @@ from tf_transformer.inference.beam_search import (
 )
 from tf_transformer.inference.decoding import make_decode_fn, model_logits_fn
 from tf_transformer.inference.greedy import greedy_decode
+from tf_transformer.inference.search import SplitCache
 
 PAD, UNK, START, END, A, B, C = range(7)
 
@@ -152,3 +160,28 @@ def test_cached_beam_equals_recompute_beam(model):
     reference = make_decode_fn(model, recompute=True, **kwargs)(SRC)
     np.testing.assert_array_equal(cached.ids.numpy(), reference.ids.numpy())
     np.testing.assert_allclose(cached.scores.numpy(), reference.scores.numpy(), atol=1e-4)
+
+
+def test_beam_search_reorders_only_the_self_attention_cache():
+    # Cross-attention keys/values and the source mask stay per sentence: the only cache tensors
+    # gathered per step are each layer's self-attention keys and values.
+    model = layered_model(2)
+    ops = while_body_ops(make_decode_fn(model, max_length=8, beam_size=3))
+    assert ops["GatherNd"] == 2 * 2
+    _, cache = model_logits_fn(model, SRC, 8, beam_size=3)
+    tiled = tile_beams(cache, 3)
+    assert tiled.per_sentence["layers"][0]["key"].shape[0] == SRC.shape[0]
+    assert tiled.per_beam[0]["key"].shape[0] == 3 * SRC.shape[0]
+
+
+def test_split_cache_keeps_the_per_sentence_part_out_of_tiling_and_reordering():
+    cache = SplitCache(
+        per_beam={"x": tf.constant([[1], [2]])}, per_sentence={"y": tf.constant([7, 8])}
+    )
+    tiled = tile_beams(cache, 2)
+    np.testing.assert_array_equal(tiled.per_beam["x"].numpy()[:, 0], [1, 1, 2, 2])
+    np.testing.assert_array_equal(tiled.per_sentence["y"].numpy(), [7, 8])
+    marked = cache._replace(per_beam={"x": tf.constant([[10], [11], [20], [21]])})
+    gathered = gather_beams(marked, tf.constant([[1, 1], [1, 0]]))
+    np.testing.assert_array_equal(gathered.per_beam["x"].numpy()[:, 0], [11, 11, 21, 20])
+    assert gathered.per_sentence is marked.per_sentence

@@ -1,3 +1,5 @@
+import collections
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -141,3 +143,59 @@ def test_pad_to_multiple_appends_pad_columns():
     ids = tf.constant([[5, 6, 7], [8, 0, 0]], tf.int64)
     np.testing.assert_array_equal(pad_to_multiple(ids, 4).numpy(), [[5, 6, 7, 0], [8, 0, 0, 0]])
     assert pad_to_multiple(ids, 3).shape == (2, 3)
+
+
+def while_body_ops(decode_fn) -> collections.Counter:
+    """Op types of the decoding loop's body (one generated token), Const/Identity/NoOp left out."""
+    graph = decode_fn.get_concrete_function().graph.as_graph_def()
+    (body,) = [f for f in graph.library.function if "while_body" in f.signature.name]
+    return collections.Counter(
+        node.op for node in body.node_def if node.op not in ("Const", "Identity", "NoOp")
+    )
+
+
+def layered_model(num_layers, norm_first=False):
+    config = get_preset("tiny").replace(
+        num_layers=num_layers, norm_first=norm_first, input_vocab_size=30, target_vocab_size=40
+    )
+    model = Transformer.from_config(config)
+    model.build()
+    return model
+
+
+# The op budget of one decoding step (graph mode, greedy), measured when set: 70 ops per
+# decoder layer and 34 for the rest. Per layer: 3 LayerNorms x 10 (Keras' formula: 2 means, a
+# squared difference, rsqrt, scale and shift), 6 projections x 2 (MatMul + BiasAdd: fused q/k/v,
+# self output, cross query, cross output, FFN inner and outer), 2 attentions x 8 (2 batched
+# matmuls, the bias add, softmax as max/sub/exp/sum/div), 5 for q/k/v (reshape, unstack, query
+# axis, 2 cache scatters), 3 head reshapes, 3 residual adds and a ReLU. The rest: embedding
+# gather and scale, the position row, the mask and scatter-index rows, the logits, and greedy's
+# own log-softmax, bans, argmax and id-buffer write. The old step (Keras Dense calls on 3-D
+# inputs, a look-ahead mask rebuilt per step, one-hot cache rewrites) was ~1,000 ops for the
+# tutorial's 4 layers; this one is 314. The budget leaves ~5% headroom, so that a real regression
+# fails and a TensorFlow upgrade that adds an op here or there does not.
+OPS_PER_LAYER = 74
+OPS_FIXED = 36
+
+
+@pytest.mark.parametrize("norm_first", [False, True], ids=["post-norm", "pre-norm"])
+def test_decode_step_stays_within_its_op_budget(norm_first):
+    # Pre-norm adds one LayerNorm (10 ops) at the end of the stack.
+    counts = {
+        n: sum(while_body_ops(make_decode_fn(layered_model(n, norm_first), max_length=8)).values())
+        for n in (1, 2)
+    }
+    per_layer = counts[2] - counts[1]
+    assert per_layer <= OPS_PER_LAYER, counts
+    assert counts[1] - per_layer <= OPS_FIXED + 10 * norm_first, counts
+
+
+def test_decode_step_avoids_ops_that_onednn_makes_slow_and_rewrites_no_whole_cache():
+    ops = while_body_ops(make_decode_fn(layered_model(2), max_length=8))
+    # oneDNN rewrites BatchMatMulV2 and Softmax into primitives costing ~40 µs each at one-row
+    # sizes (see `attention._attend`).
+    assert ops["BatchMatMulV2"] == ops["Softmax"] == 0
+    # The cache slot is written with one scatter per key/value tensor; no mask is rebuilt
+    # (MatrixBandPart) and no look-ahead mask is sliced from a fresh (len, len) table.
+    assert ops["TensorScatterUpdate"] == 2 * 2
+    assert ops["MatrixBandPart"] == ops["Fill"] == 0

@@ -147,16 +147,45 @@ def test_every_layer_config_round_trips(layer):
     assert registered is type(layer)
 
 
-def test_incremental_decoding_matches_teacher_forcing():
-    model = tiny_model(num_layers=2, norm_first=True)
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"num_layers": 2, "norm_first": True},
+        {"num_layers": 2},
+        {"num_layers": 1, "share_target_embeddings": True, "positional_layout": "concat"},
+    ],
+    ids=["pre-norm", "post-norm", "tied-concat"],
+)
+def test_incremental_decoding_matches_teacher_forcing(changes):
+    model = tiny_model(**changes)
     reference = model((SRC, TGT)).numpy()
     context, padding_mask = model.encode(SRC)
-    cache = model.initial_cache(context, 8)
+    self_cache, cross = model.initial_cache(context, padding_mask, 8)
+    constants = model.step_constants(8, 2)
     for t in range(5):
-        logits, cache = model.decode_step(TGT[:, t], t, cache, padding_mask)
+        ids = tf.cast(TGT[:, t], tf.int32)
+        logits, self_cache = model.decode_step(ids, t, self_cache, cross, constants)
         for row, length in enumerate(TGT_LEN):
             if t < length:
                 np.testing.assert_allclose(logits.numpy()[row], reference[row, t], atol=1e-5)
+
+
+def test_decode_step_with_beams_shares_the_cross_attention_of_a_sentence():
+    # Three beams per sentence: cross keys/values stay per sentence; each beam's row gets the
+    # logits its sentence gets alone.
+    model = tiny_model(num_layers=2)
+    context, padding_mask = model.encode(SRC)
+    self_cache, cross = model.initial_cache(context, padding_mask, 4)
+    constants = model.step_constants(4, 2)
+    tiled = tf.nest.map_structure(lambda t: tf.repeat(t, 3, axis=0), self_cache)
+    beam_constants = model.step_constants(4, 6)
+    for t in range(3):
+        ids = tf.cast(TGT[:, t], tf.int32)
+        single, self_cache = model.decode_step(ids, t, self_cache, cross, constants)
+        beams, tiled = model.decode_step(
+            tf.repeat(ids, 3), t, tiled, cross, beam_constants, beam_size=3
+        )
+        np.testing.assert_allclose(beams.numpy(), np.repeat(single.numpy(), 3, axis=0), atol=1e-5)
 
 
 def test_explicit_mixed_policy_reaches_every_sublayer():

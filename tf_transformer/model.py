@@ -7,9 +7,15 @@ import dataclasses
 import tensorflow as tf
 
 from tf_transformer.config import ModelConfig
+from tf_transformer.layers.attention import dense_step, read_weight
 from tf_transformer.layers.decoder import Decoder
 from tf_transformer.layers.encoder import Encoder
-from tf_transformer.masks import create_look_ahead_mask, create_masks, create_padding_mask
+from tf_transformer.masks import (
+    create_look_ahead_mask,
+    create_masks,
+    create_padding_mask,
+    mask_to_bias,
+)
 
 # The `ModelConfig` fields the encoder and decoder stacks take (besides their vocabulary size).
 STACK_ARGUMENTS = (
@@ -30,7 +36,7 @@ class Transformer(tf.keras.Model):
 
     `model((src, tgt_in))` returns the logits and nothing else. Decoding strategies (greedy,
     beam search) live in `tf_transformer.inference` and drive the model through `encode`,
-    `initial_cache` and `decode_step`; attention weights for plots come from
+    `initial_cache`, `step_constants` and `decode_step`; attention weights for plots come from
     `call_with_attention`. Masks are built inside from PAD = 0 (**1.0 = masked**) and passed
     explicitly to every layer.
 
@@ -127,7 +133,8 @@ class Transformer(tf.keras.Model):
             logits = tf.matmul(x, tf.cast(table, x.dtype), transpose_b=True)
         return tf.cast(logits, tf.float32)
 
-    # The incremental-decoding seam used by tf_transformer.inference.decoding.
+    # The incremental-decoding seam used by tf_transformer.inference.decoding: `encode` once,
+    # `initial_cache` and `step_constants` once per decoding call, `decode_step` per token.
 
     def encode(self, src, training=False):
         """Runs the encoder once: returns `(context, padding_mask)`."""
@@ -135,37 +142,110 @@ class Transformer(tf.keras.Model):
         context, _ = self.encoder(src, padding_mask=padding_mask, training=training)
         return context, padding_mask
 
-    def initial_cache(self, context, cache_length):
-        """Fixed-size decoder cache; cross-attention keys/values are computed here, once."""
-        return self.decoder.initial_cache(context, cache_length)
-
-    def decode_step(self, ids, step, cache, padding_mask):
-        """One decoder position with the cache.
+    def initial_cache(self, context, padding_mask, cache_length):
+        """The decoding caches, split by what changes during decoding.
 
         Args:
-          ids: `(batch,)` the token at position `step` of the decoder input.
-          step: scalar int32 position.
-          cache: from `initial_cache` (or a previous step).
-          padding_mask: `(batch, 1, 1, src_len)` from `encode`.
+          context, padding_mask: from `encode`.
+          cache_length: decoder positions the self-attention cache holds.
 
         Returns:
-          `(logits, cache)`: float32 `(batch, target_vocab_size)` for position `step + 1`'s
-          token, and the updated cache.
+          `(self_cache, cross)`. `self_cache` changes at every step and follows the hypotheses
+          (a beam search reorders it): one `{"key", "value"}` per layer,
+          `(batch, heads, cache_length, depth)`, zeros. `cross` is fixed per sentence:
+          `{"layers": [{"key", "value"}, ...], "bias": (batch, 1, 1, 1, src_len)}`, the
+          cross-attention keys/values computed here, once (see `Decoder.initial_cache`), and
+          the additive source padding bias with the same beam axis of 1.
         """
-        cache_length = tf.shape(cache[0]["self"]["key"])[2]
-        # Slots after `step` are empty: mask them (1.0 = masked).
-        future = create_look_ahead_mask(cache_length)[step]
-        self_mask = future[tf.newaxis, tf.newaxis, tf.newaxis, :]  # (1, 1, 1, cache_len)
-        x, _, cache = self.decoder(
-            ids[:, tf.newaxis],
-            None,
-            self_mask=self_mask,
-            cross_mask=padding_mask,
-            training=False,
-            cache=cache,
-            cache_index=step,
+        self._build_decoder()
+        self_cache, layers = self.decoder.initial_cache(context, cache_length)
+        bias = mask_to_bias(padding_mask, self.compute_dtype)[:, tf.newaxis]
+        return self_cache, {"layers": layers, "bias": bias}
+
+    def step_constants(self, cache_length, rows):
+        """What every `decode_step` reads and nothing changes, prepared once per decoding call.
+
+        Args:
+          cache_length: as in `initial_cache`.
+          rows: decoded sequences (`batch * beam_size`).
+
+        Returns:
+          A dict: `"weights"` (every kernel as a tensor in the compute dtype, the self-attention
+          q/k/v kernels concatenated, the query scale folded in), `"self_bias"`
+          `(cache_length, cache_length)` (row `t`: 0 up to position `t`, a large negative after:
+          the look-ahead mask as a table, so no step rebuilds it) and `"slots"` int32
+          `(cache_length, rows, heads, 3)` (row `t`: the scatter indices `[row, head, t]` that
+          write position `t` into the self-attention cache).
+        """
+        self._build_decoder()
+        dtype = self.compute_dtype
+        heads = self.num_heads
+        rows_grid, heads_grid = tf.meshgrid(tf.range(rows), tf.range(heads), indexing="ij")
+        shape = [cache_length, rows, heads]
+        positions = tf.range(cache_length)[:, tf.newaxis, tf.newaxis]
+        slots = tf.stack(
+            [
+                tf.broadcast_to(rows_grid, shape),
+                tf.broadcast_to(heads_grid, shape),
+                tf.broadcast_to(positions, shape),
+            ],
+            axis=-1,
         )
-        return self.project(x[:, 0]), cache
+        weights = {"decoder": self.decoder.step_weights()}
+        if self.final_layer is not None:
+            weights["final_kernel"] = read_weight(self.final_layer.kernel, dtype)
+            weights["final_bias"] = read_weight(self.final_layer.bias, dtype)
+        else:
+            weights["final_kernel"] = read_weight(
+                self.decoder.embedding.embedding.embeddings, dtype
+            )
+        return {
+            "weights": weights,
+            "self_bias": mask_to_bias(create_look_ahead_mask(cache_length), dtype),
+            "slots": slots,
+        }
+
+    def _build_decoder(self):
+        # The decoder's weights must exist before they are read as tensors (`encode` on an
+        # unbuilt model builds only the encoder).
+        if not self.decoder.built:
+            self.decoder.build()
+        if self.final_layer is not None and not self.final_layer.built:
+            self.final_layer.build((None, None, self.d_model))
+
+    def decode_step(self, ids, step, self_cache, cross, constants, *, beam_size=1):
+        """One decoder position with the caches: the teacher-forced model's math for one token.
+
+        Args:
+          ids: int `(rows,)` the token at position `step` of the decoder input,
+            `rows = batch * beam_size`, sentence-major (row `b * beam_size + i`).
+          step: scalar int32 position, below `cache_length`.
+          self_cache: `rows` rows (from `initial_cache`, tiled per beam, or a previous step).
+          cross: the per-sentence part of `initial_cache` (`batch` rows, never tiled).
+          constants: `step_constants(cache_length, rows)`.
+          beam_size: rows per sentence.
+
+        Returns:
+          `(logits, self_cache)`: float32 `(rows, target_vocab_size)` for position
+          `step + 1`'s token, and the updated self-attention cache.
+        """
+        weights = constants["weights"]
+        x, self_cache = self.decoder.step(
+            ids,
+            step,
+            weights["decoder"],
+            self_cache,
+            cross["layers"],
+            slot=tf.gather(constants["slots"], step),
+            self_bias=tf.gather(constants["self_bias"], step),
+            cross_bias=cross["bias"],
+            beam_size=beam_size,
+        )
+        if self.final_layer is not None:
+            logits = dense_step(x, weights["final_kernel"], weights["final_bias"])
+        else:
+            logits = tf.matmul(x, weights["final_kernel"], transpose_b=True)
+        return tf.cast(logits, tf.float32), self_cache
 
     def get_config(self):
         config = super().get_config()

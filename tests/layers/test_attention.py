@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from tf_transformer.layers import MultiHeadAttention, scaled_dot_product_attention
@@ -35,25 +36,55 @@ def test_head_size_is_d_model_over_num_heads():
     assert mha.depth == 4
 
 
-def test_incremental_cache_equals_full_causal_attention():
+def step_slots(rows, heads, position):
+    """Scatter indices `[row, head, position]` `(rows, heads, 3)`."""
+    r, h = np.meshgrid(np.arange(rows), np.arange(heads), indexing="ij")
+    return tf.constant(np.stack([r, h, np.full_like(r, position)], axis=-1), tf.int32)
+
+
+def test_self_attention_step_equals_full_causal_attention():
     mha = MultiHeadAttention(d_model=8, num_heads=2)
     x = tf.random.normal((2, 5, 8), seed=2)
     causal = 1.0 - tf.linalg.band_part(tf.ones((5, 5)), -1, 0)
     full, _ = mha(x, x, attention_mask=causal)
+    weights = mha.step_weights(fuse_qkv=True)
     zeros = tf.zeros((2, 2, 5, 4))
     cache = {"key": zeros, "value": zeros}
     for t in range(5):
-        step_mask = causal[t][tf.newaxis, tf.newaxis, tf.newaxis, :]
-        out, _, cache = mha(
-            x[:, t : t + 1], x[:, t : t + 1], attention_mask=step_mask, cache=cache, cache_index=t
-        )
-        np.testing.assert_allclose(out.numpy()[:, 0], full.numpy()[:, t], atol=1e-5)
+        bias = causal[t] * -1e9
+        out, cache = mha.self_attention_step(x[:, t], weights, cache, step_slots(2, 2, t), bias)
+        np.testing.assert_allclose(out.numpy(), full.numpy()[:, t], atol=1e-5)
+    # The cache holds every position's projected key, written in its slot.
+    keys, _ = mha.project_key_value(x)
+    np.testing.assert_allclose(cache["key"].numpy(), keys.numpy(), atol=1e-6)
 
 
-def test_static_cache_reuses_precomputed_keys_and_values():
+def test_fused_qkv_kernel_is_the_three_kernels_with_the_query_scaled():
     mha = MultiHeadAttention(d_model=8, num_heads=2)
-    q, memory = tf.random.normal((1, 3, 8), seed=3), tf.random.normal((1, 4, 8), seed=4)
-    direct, _ = mha(q, memory)
+    mha.build()
+    fused = mha.step_weights(fuse_qkv=True)["qkv_kernel"].numpy()
+    assert fused.shape == (8, 24)
+    np.testing.assert_allclose(fused[:, :8], mha.wq.kernel.numpy() / 2.0)  # 1 / sqrt(depth 4)
+    np.testing.assert_array_equal(fused[:, 8:16], mha.wk.kernel.numpy())
+    np.testing.assert_array_equal(fused[:, 16:], mha.wv.kernel.numpy())
+    # The Keras weights keep their layout: four Dense layers, nothing added.
+    assert len(mha.weights) == 8
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_cross_attention_step_equals_attention_over_the_memory(beam_size):
+    mha = MultiHeadAttention(d_model=8, num_heads=2)
+    memory = tf.random.normal((2, 4, 8), seed=4)
+    q = tf.random.normal((2 * beam_size, 8), seed=3)  # beams of sentence b: rows b * beam + i
+    mask = tf.constant([[0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 1.0, 1.0]])
+    direct, _ = mha(tf.reshape(q, (2, beam_size, 8)), memory, attention_mask=mask[:, None, None, :])
     key, value = mha.project_key_value(memory)
-    cached, _, _ = mha(q, None, cache={"key": key, "value": value})
-    np.testing.assert_allclose(cached.numpy(), direct.numpy(), atol=1e-6)
+    cached = mha.cross_attention_step(
+        q,
+        mha.step_weights(fuse_qkv=False),
+        key[:, tf.newaxis],
+        value[:, tf.newaxis],
+        (mask * -1e9)[:, None, None, None, :],
+        beam_size=beam_size,
+    )
+    np.testing.assert_allclose(cached.numpy(), tf.reshape(direct, (-1, 8)).numpy(), atol=1e-6)

@@ -17,6 +17,7 @@ import tensorflow as tf
 from tf_transformer.inference.search import (
     DecodeOutput,
     LogitsFn,
+    SplitCache,
     next_token_log_probs,
     trim,
     write_column,
@@ -30,16 +31,43 @@ def length_penalty(lengths: tf.Tensor, alpha: float | tf.Tensor) -> tf.Tensor:
 
 
 def tile_beams(cache: Any, beam_size: int) -> Any:
-    """Repeats every batch row `beam_size` times: `(batch, ...)` -> `(batch * beam, ...)`."""
-    return tf.nest.map_structure(lambda t: tf.repeat(t, beam_size, axis=0), cache)
+    """Repeats every batch row `beam_size` times: `(batch, ...)` -> `(batch * beam, ...)`.
+
+    Of a `SplitCache`, only the `per_beam` part.
+    """
+
+    def tile(nest):
+        return tf.nest.map_structure(lambda t: tf.repeat(t, beam_size, axis=0), nest)
+
+    if isinstance(cache, SplitCache):
+        return cache._replace(per_beam=tile(cache.per_beam))
+    return tile(cache)
 
 
-def gather_beams(cache: Any, parents: tf.Tensor) -> Any:
-    """Reorders a `(batch * beam, ...)` cache by `parents` int32 `(batch, beam)` (beam indices)."""
+def beam_rows(parents: tf.Tensor) -> tf.Tensor:
+    """Rows of a `(batch * beam, ...)` cache that `parents` int32 `(batch, beam)` select."""
     beam_size = tf.shape(parents)[1]
     offsets = tf.range(tf.shape(parents)[0])[:, tf.newaxis] * beam_size
-    rows = tf.reshape(parents + offsets, [-1])  # (batch * beam,)
-    return tf.nest.map_structure(lambda t: tf.gather(t, rows), cache)
+    return tf.reshape(parents + offsets, [-1])  # (batch * beam,)
+
+
+def gather_beams(cache: Any, parents: tf.Tensor | None = None, *, rows=None) -> Any:
+    """Reorders a `(batch * beam, ...)` cache by `parents` int32 `(batch, beam)` (beam indices),
+    or by precomputed `rows` (`beam_rows(parents)`). Of a `SplitCache`, only `per_beam`."""
+    if rows is None:
+        rows = beam_rows(parents)
+
+    # `gather_nd` rather than `tf.gather`: the same rows, but the CPU GatherV2 kernel shards
+    # large row copies over the thread pool and took ~80 µs per 256 KiB cache tensor here
+    # (beam 4, 128 positions), gather_nd ~10 µs.
+    indices = rows[:, tf.newaxis]
+
+    def gather(nest):
+        return tf.nest.map_structure(lambda t: tf.gather_nd(t, indices), nest)
+
+    if isinstance(cache, SplitCache):
+        return cache._replace(per_beam=gather(cache.per_beam))
+    return gather(cache)
 
 
 def beam_search(
@@ -61,7 +89,8 @@ def beam_search(
     Args:
       logits_fn: the seam `(ids (batch * beam,), step, cache) -> (logits, cache)`.
       initial_cache: the step-0 cache for `(batch, ...)`; it is tiled to `(batch * beam, ...)`
-        here and reordered by the surviving beams' parents at every step.
+        here and reordered by the surviving beams' parents at every step (of a `SplitCache`,
+        only the `per_beam` part; `logits_fn` must have been built for `beam_size` beams).
       batch_size: number of sentences.
       beam_size: beams per sentence (the vocabulary must have more than `beam_size` tokens).
       max_length: most tokens generated per beam (END included).

@@ -14,7 +14,13 @@ import tensorflow as tf
 
 from tf_transformer.inference.beam_search import beam_search
 from tf_transformer.inference.greedy import greedy_decode
-from tf_transformer.inference.search import DecodeOutput, LogitsFn, trim, write_column
+from tf_transformer.inference.search import (
+    DecodeOutput,
+    LogitsFn,
+    SplitCache,
+    trim,
+    write_column,
+)
 from tf_transformer.text.special_tokens import PAD_ID
 
 # XLA-compiled decoding pads the source to a multiple of this, bounding the compiled shapes.
@@ -28,29 +34,39 @@ def pad_to_multiple(ids: tf.Tensor, multiple: int) -> tf.Tensor:
     return tf.pad(ids, [[0, 0], [0, extra]], constant_values=PAD_ID)
 
 
-def model_logits_fn(model, src: tf.Tensor, max_length: int) -> tuple[LogitsFn, Any]:
+def model_logits_fn(
+    model, src: tf.Tensor, max_length: int, *, beam_size: int = 1
+) -> tuple[LogitsFn, SplitCache]:
     """The cached seam for a `Transformer`: the encoder and cross-attention K/V run once.
 
     Args:
       model: a `tf_transformer.model.Transformer`.
       src: int `(batch, src_len)` source ids, PAD = 0.
       max_length: decoder positions the fixed-size self-attention cache holds.
+      beam_size: hypotheses per sentence the strategy will decode (1 for greedy decoding); the
+        cross-attention keys/values and the source mask stay per sentence, shared by its beams.
 
     Returns:
-      `(logits_fn, initial_cache)`; the cache is `{"layers": [...], "padding_mask": ...}`.
+      `(logits_fn, initial_cache)`: a `SplitCache` whose `per_beam` part is the self-attention
+      cache (`batch` rows; beam search tiles it) and whose `per_sentence` part holds the
+      cross-attention keys/values and the source padding bias. The weights, prepared once here
+      (fused q/k/v, cast), and the mask and scatter-index tables are closed over.
     """
     if max_length > model.max_length:
         raise ValueError(
             f"max_length {max_length} exceeds the model's positional table ({model.max_length})."
         )
     context, padding_mask = model.encode(src)
-    cache = {"layers": model.initial_cache(context, max_length), "padding_mask": padding_mask}
+    self_cache, cross = model.initial_cache(context, padding_mask, max_length)
+    constants = model.step_constants(max_length, tf.shape(src)[0] * beam_size)
 
     def logits_fn(ids, step, cache):
-        logits, layers = model.decode_step(ids, step, cache["layers"], cache["padding_mask"])
-        return logits, {"layers": layers, "padding_mask": cache["padding_mask"]}
+        logits, self_cache = model.decode_step(
+            ids, step, cache.per_beam, cache.per_sentence, constants, beam_size=beam_size
+        )
+        return logits, SplitCache(self_cache, cache.per_sentence)
 
-    return logits_fn, cache
+    return logits_fn, SplitCache(self_cache, cross)
 
 
 def recompute_logits_fn(model, src: tf.Tensor, max_length: int) -> tuple[LogitsFn, Any]:
@@ -95,10 +111,12 @@ def make_decode_fn(
         output does not change); each batch size still compiles once.
       recompute: use the reference `recompute_logits_fn` (no cache; cannot be XLA-compiled).
     """
-    seam = recompute_logits_fn if recompute else model_logits_fn
 
     def decode(src):
-        logits_fn, cache = seam(model, src, max_length)
+        if recompute:
+            logits_fn, cache = recompute_logits_fn(model, src, max_length)
+        else:
+            logits_fn, cache = model_logits_fn(model, src, max_length, beam_size=beam_size)
         batch = tf.shape(src)[0]
         if beam_size == 1:
             return greedy_decode(

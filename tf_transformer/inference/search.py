@@ -5,10 +5,25 @@ drive one function (OpenNMT-tf `dynamic_decode`, Model Garden `symbols_to_logits
 
     logits_fn(ids, step, cache) -> (logits, cache)
 
-where `ids` is int32 `(batch,)`, the decoder input at position `step` (START at step 0), `logits`
-is float32 `(batch, vocab)` for the token at position `step + 1`, and `cache` is any nest of
-tensors whose first dimension is the batch (beam search tiles and reorders it by that axis).
-`tf_transformer.inference.decoding` builds this function from a `Transformer`.
+where `ids` is int32 `(rows,)`, the decoder input at position `step` (START at step 0), `logits`
+is float32 `(rows, vocab)` for the token at position `step + 1`, and `cache` is what the
+function needs from one step to the next; it must return a cache of the same structure and
+shapes. `rows` is the batch for greedy decoding and `batch * beam_size` for beam search, sentence-
+major (row `b * beam_size + i` is beam `i` of sentence `b`).
+
+The cache is either
+
+* any nest of tensors whose first dimension is `rows`: beam search tiles it (`batch` ->
+  `batch * beam_size`) and reorders it by the surviving beams at every step; or
+* a `SplitCache(per_beam, per_sentence)`: only `per_beam` (tensors with `rows` rows: what
+  follows a hypothesis, e.g. self-attention keys/values) is tiled and reordered; `per_sentence`
+  (what is the same for every beam of a sentence, e.g. cross-attention keys/values and the
+  source mask, with `batch` rows, or constants of any shape) is never tiled, reordered or
+  copied, and `logits_fn` returns it unchanged. Such a `logits_fn` knows how many beams share a
+  sentence (it was built for `beam_size`; see `decoding.model_logits_fn`) and must be driven
+  with that many.
+
+`tf_transformer.inference.decoding` builds the function from a `Transformer`.
 
 Everything is built for `tf.function`: one `tf.while_loop` that stops when every sequence has
 emitted END, a fixed-size `(batch, max_new_tokens + 1)` id buffer written one column per step,
@@ -29,6 +44,20 @@ import tensorflow as tf
 from tf_transformer.text.special_tokens import PAD_ID
 
 LogitsFn = Callable[[tf.Tensor, tf.Tensor, Any], tuple[tf.Tensor, Any]]
+
+
+class SplitCache(NamedTuple):
+    """A decoding cache in two parts, so that beam search reorders only what changes.
+
+    Attributes:
+      per_beam: nest of tensors with one row per hypothesis (`rows` = `batch * beam_size`):
+        tiled and reordered with the beams by beam search, updated by `logits_fn`.
+      per_sentence: nest of tensors shared by the beams of a sentence (`batch` rows) or by
+        everything (constants): never tiled or reordered, returned unchanged by `logits_fn`.
+    """
+
+    per_beam: Any
+    per_sentence: Any
 
 
 class DecodeOutput(NamedTuple):

@@ -1,12 +1,40 @@
-"""The decoder layer and the decoder stack, with an optional key/value cache for decoding."""
+"""The decoder layer and the decoder stack, with a lean one-token step for decoding."""
 
 from __future__ import annotations
 
 import tensorflow as tf
 
-from tf_transformer.layers.attention import MultiHeadAttention
+from tf_transformer.layers.attention import MultiHeadAttention, dense_step, read_weight
 from tf_transformer.layers.feed_forward import FeedForward
 from tf_transformer.layers.stack import Stack, SublayerBlock
+
+
+def layer_norm_step(x, norm):
+    """`norm` (a Keras LayerNormalization over the last axis) with its weights as tensors.
+
+    Keras' own formula (`tf.nn.moments`, `inv = rsqrt(var + eps) * gamma`,
+    `x * inv + (beta - mean * inv)`), in at least float32 as Keras computes it, in 10 ops.
+
+    Args:
+      x: `(rows, d_model)`.
+      norm: `{"gamma", "beta", "epsilon"}` from `norm_weights`.
+    """
+    dtype = x.dtype
+    if dtype in (tf.float16, tf.bfloat16):
+        x = tf.cast(x, tf.float32)
+    mean = tf.reduce_mean(x, axis=-1, keepdims=True)
+    variance = tf.reduce_mean(tf.math.squared_difference(x, mean), axis=-1, keepdims=True)
+    inv = tf.math.rsqrt(variance + norm["epsilon"]) * norm["gamma"]
+    return tf.cast(x * inv + (norm["beta"] - mean * inv), dtype)
+
+
+def norm_weights(norm) -> dict[str, tf.Tensor]:
+    """A LayerNormalization's gamma, beta and epsilon as float32 tensors for `layer_norm_step`."""
+    return {
+        "gamma": read_weight(norm.gamma, tf.float32),
+        "beta": read_weight(norm.beta, tf.float32),
+        "epsilon": tf.constant(norm.epsilon, tf.float32),
+    }
 
 
 @tf.keras.utils.register_keras_serializable(package="tf_transformer")
@@ -14,25 +42,21 @@ class DecoderLayer(SublayerBlock):
     """Masked self-attention, cross-attention over the encoder output, feed-forward (section 3.1).
 
     Each block has dropout, a residual connection and LayerNorm; post-norm by default,
-    pre-norm with `norm_first=True`. Masks use **1.0 = masked**.
+    pre-norm with `norm_first=True`. Masks use **1.0 = masked**. `step` is the same layer for
+    one decoded position with a key/value cache (inference only: no dropout).
 
     Args:
       d_model, num_heads, dff, dropout_rate, norm_first: as in EncoderLayer.
 
     Call arguments:
       x: `(batch, tgt_len, d_model)`.
-      context: `(batch, src_len, d_model)` encoder output (ignored when the cache holds the
-        cross-attention keys/values).
-      self_mask: `(batch, 1, tgt_len, tgt_len)` look-ahead + target padding mask, or with a cache
-        `(batch, 1, 1, cache_len)` masking the cache slots after `cache_index`.
+      context: `(batch, src_len, d_model)` encoder output.
+      self_mask: `(batch, 1, tgt_len, tgt_len)` look-ahead + target padding mask.
       cross_mask: `(batch, 1, 1, src_len)` source padding mask.
       training: dropout on when True.
-      cache: optional `{"self": {"key", "value"}, "cross": {"key", "value"}}` (see
-        `Decoder.initial_cache`); then `x` is one step `(batch, 1, d_model)`.
-      cache_index: scalar position of this step.
 
     Returns:
-      `(x, self_weights, cross_weights)`, plus the updated cache when one is passed.
+      `(x, self_weights, cross_weights)`.
 
     Example:
       >>> layer = DecoderLayer(d_model=8, num_heads=2, dff=16)
@@ -55,38 +79,16 @@ class DecoderLayer(SublayerBlock):
     def _sublayers(self):
         return [self.self_attention, self.cross_attention, self.ffn]
 
-    def call(
-        self,
-        x,
-        context,
-        *,
-        self_mask=None,
-        cross_mask=None,
-        training=None,
-        cache=None,
-        cache_index=None,
-    ):
-        new_cache = None
+    def call(self, x, context, *, self_mask=None, cross_mask=None, training=None):
         # Masked self-attention block.
         h = self.norm1(x) if self.norm_first else x
-        if cache is None:
-            attended, self_weights = self.self_attention(h, h, attention_mask=self_mask)
-        else:
-            attended, self_weights, self_cache = self.self_attention(
-                h, h, attention_mask=self_mask, cache=cache["self"], cache_index=cache_index
-            )
-            new_cache = {"self": self_cache, "cross": cache["cross"]}
+        attended, self_weights = self.self_attention(h, h, attention_mask=self_mask)
         x = x + self.dropout1(attended, training=training)
         if not self.norm_first:
             x = self.norm1(x)
         # Cross-attention block: queries from the decoder, keys/values from the encoder.
         h = self.norm2(x) if self.norm_first else x
-        if cache is None:
-            attended, cross_weights = self.cross_attention(h, context, attention_mask=cross_mask)
-        else:
-            attended, cross_weights, _ = self.cross_attention(
-                h, context, attention_mask=cross_mask, cache=cache["cross"]
-            )
+        attended, cross_weights = self.cross_attention(h, context, attention_mask=cross_mask)
         x = x + self.dropout2(attended, training=training)
         if not self.norm_first:
             x = self.norm2(x)
@@ -95,9 +97,67 @@ class DecoderLayer(SublayerBlock):
         x = x + self.dropout3(self.ffn(h), training=training)
         if not self.norm_first:
             x = self.norm3(x)
-        if new_cache is None:
-            return x, self_weights, cross_weights
-        return x, self_weights, cross_weights, new_cache
+        return x, self_weights, cross_weights
+
+    # One-token decoding.
+
+    def step_weights(self) -> dict:
+        """Every weight `step` reads, as tensors (read once per decoding call)."""
+        dtype = self.compute_dtype
+        return {
+            "self_attention": self.self_attention.step_weights(fuse_qkv=True),
+            "cross_attention": self.cross_attention.step_weights(fuse_qkv=False),
+            "inner_kernel": read_weight(self.ffn.inner.kernel, dtype),
+            "inner_bias": read_weight(self.ffn.inner.bias, dtype),
+            "outer_kernel": read_weight(self.ffn.outer.kernel, dtype),
+            "outer_bias": read_weight(self.ffn.outer.bias, dtype),
+            "norms": [norm_weights(getattr(self, f"norm{i}")) for i in (1, 2, 3)],
+        }
+
+    def step(self, x, weights, cache, cross, *, slot, self_bias, cross_bias, beam_size=1):
+        """The layer for one decoded position (no dropout), on 2-D `(rows, d_model)` inputs.
+
+        Args:
+          x: `(rows, d_model)`, `rows = batch * beam_size`, sentence-major.
+          weights: `step_weights()`.
+          cache: `{"key", "value"}` self-attention cache `(rows, heads, cache_len, depth)`.
+          cross: `{"key", "value"}` cross-attention keys/values `(batch, 1, heads, src_len,
+            depth)`, one per sentence (see `Decoder.initial_cache`).
+          slot, self_bias: as in `MultiHeadAttention.self_attention_step`.
+          cross_bias: `(batch, 1, 1, 1, src_len)` additive source padding bias.
+          beam_size: rows per sentence.
+
+        Returns:
+          `(x, cache)`: `(rows, d_model)` and the updated self-attention cache.
+        """
+        norm1, norm2, norm3 = weights["norms"]
+        # Masked self-attention block.
+        h = layer_norm_step(x, norm1) if self.norm_first else x
+        attended, cache = self.self_attention.self_attention_step(
+            h, weights["self_attention"], cache, slot, self_bias
+        )
+        x = x + attended
+        if not self.norm_first:
+            x = layer_norm_step(x, norm1)
+        # Cross-attention block.
+        h = layer_norm_step(x, norm2) if self.norm_first else x
+        x = x + self.cross_attention.cross_attention_step(
+            h,
+            weights["cross_attention"],
+            cross["key"],
+            cross["value"],
+            cross_bias,
+            beam_size=beam_size,
+        )
+        if not self.norm_first:
+            x = layer_norm_step(x, norm2)
+        # Feed-forward block.
+        h = layer_norm_step(x, norm3) if self.norm_first else x
+        h = tf.nn.relu(dense_step(h, weights["inner_kernel"], weights["inner_bias"]))
+        x = x + dense_step(h, weights["outer_kernel"], weights["outer_bias"])
+        if not self.norm_first:
+            x = layer_norm_step(x, norm3)
+        return x, cache
 
 
 @tf.keras.utils.register_keras_serializable(package="tf_transformer")
@@ -110,14 +170,13 @@ class Decoder(Stack):
       vocab_size: target vocabulary size.
 
     Call arguments:
-      ids: `(batch, tgt_len)` decoder input ids (START first); one step `(batch, 1)` with a cache.
+      ids: `(batch, tgt_len)` decoder input ids (START first).
       context: `(batch, src_len, d_model)` encoder output.
-      self_mask, cross_mask, training, cache_index: as in DecoderLayer.
-      cache: optional list with one DecoderLayer cache per layer (`initial_cache`).
+      self_mask, cross_mask, training: as in DecoderLayer.
 
     Returns:
       `(x, attention)`: `(batch, tgt_len, d_model)` and a dict with lists `"self"` and `"cross"`
-      of per-layer weights; plus the updated cache when one is passed.
+      of per-layer weights.
 
     Example:
       >>> dec = Decoder(num_layers=1, d_model=8, num_heads=2, dff=16, vocab_size=50)
@@ -129,62 +188,86 @@ class Decoder(Stack):
     layer_class = DecoderLayer
     layers_attribute = "dec_layers"
 
+    def call(self, ids, context, *, self_mask=None, cross_mask=None, training=None):
+        x = self.embed(ids, training=training)
+        attention = {"self": [], "cross": []}
+        for layer in self.stack:
+            x, self_w, cross_w = layer(
+                x, context, self_mask=self_mask, cross_mask=cross_mask, training=training
+            )
+            attention["self"].append(self_w)
+            attention["cross"].append(cross_w)
+        return self.finish(x), attention
+
+    # One-token decoding.
+
     def initial_cache(self, context, cache_length):
-        """A fixed-size decoding cache: empty self-attention slots, cross keys/values computed once.
+        """The decoding caches: empty self-attention slots, cross-attention keys/values once.
 
         Args:
           context: `(batch, src_len, d_model)` encoder output.
-          cache_length: number of decoder positions the cache holds.
+          cache_length: number of decoder positions the self-attention cache holds.
 
         Returns:
-          A list (one per layer) of `{"self": {"key", "value"}, "cross": {"key", "value"}}`,
-          each tensor `(batch, num_heads, len, d_model / num_heads)`.
+          `(self_cache, cross)`: two lists (one entry per layer) of `{"key", "value"}`; the
+          self-attention cache is zeros `(batch, num_heads, cache_length, depth)`, the cross
+          keys/values `(batch, 1, num_heads, src_len, depth)`: one per sentence, with a beam
+          axis of 1 that `MultiHeadAttention.cross_attention_step` broadcasts over the beams.
         """
         batch = tf.shape(context)[0]
         depth = self.d_model // self.num_heads
         zeros = tf.zeros((batch, self.num_heads, cache_length, depth), context.dtype)
-        cache = []
+        self_cache, cross = [], []
         for layer in self.stack:
             key, value = layer.cross_attention.project_key_value(context)
-            cache.append(
-                {"self": {"key": zeros, "value": zeros}, "cross": {"key": key, "value": value}}
-            )
-        return cache
+            self_cache.append({"key": zeros, "value": zeros})
+            cross.append({"key": key[:, tf.newaxis], "value": value[:, tf.newaxis]})
+        return self_cache, cross
 
-    def call(
-        self,
-        ids,
-        context,
-        *,
-        self_mask=None,
-        cross_mask=None,
-        training=None,
-        cache=None,
-        cache_index=None,
+    def step_weights(self) -> dict:
+        """Every weight `step` reads, as tensors in the compute dtype (once per decoding call)."""
+        dtype = self.compute_dtype
+        return {
+            "embeddings": read_weight(self.embedding.embedding.embeddings, dtype),
+            "scale": tf.constant(float(self.d_model) ** 0.5, dtype),
+            "positions": tf.cast(self.embedding.pos_encoding, dtype),
+            "layers": [layer.step_weights() for layer in self.stack],
+            "final_norm": None if self.final_norm is None else norm_weights(self.final_norm),
+        }
+
+    def step(
+        self, ids, position, weights, cache, cross, *, slot, self_bias, cross_bias, beam_size=1
     ):
-        offset = 0 if cache_index is None else cache_index
-        x = self.embed(ids, offset=offset, training=training)
-        attention = {"self": [], "cross": []}
+        """The decoder for one position: `(rows,)` ids -> `(rows, d_model)`, no dropout.
+
+        Args:
+          ids: int `(rows,)` the tokens at `position`.
+          position: scalar int32, below `max_length` (the caller checks it once).
+          weights: `step_weights()`.
+          cache, cross: the lists of `initial_cache` (the self-attention one with `rows` rows).
+          slot, self_bias, cross_bias, beam_size: as in `DecoderLayer.step`.
+
+        Returns:
+          `(x, cache)`.
+        """
+        # Scaled embedding plus the position's row of the sinusoid table (as `embed`).
+        x = tf.gather(weights["embeddings"], ids) * weights["scale"]  # (rows, d_model)
+        x = x + tf.gather(weights["positions"], position)
         new_cache = []
-        for i, layer in enumerate(self.stack):
-            if cache is None:
-                x, self_w, cross_w = layer(
-                    x, context, self_mask=self_mask, cross_mask=cross_mask, training=training
-                )
-            else:
-                x, self_w, cross_w, layer_cache = layer(
-                    x,
-                    context,
-                    self_mask=self_mask,
-                    cross_mask=cross_mask,
-                    training=training,
-                    cache=cache[i],
-                    cache_index=cache_index,
-                )
-                new_cache.append(layer_cache)
-            attention["self"].append(self_w)
-            attention["cross"].append(cross_w)
-        x = self.finish(x)
-        if cache is None:
-            return x, attention
-        return x, attention, new_cache
+        for layer, layer_weights, layer_cache, layer_cross in zip(
+            self.stack, weights["layers"], cache, cross, strict=True
+        ):
+            x, layer_cache = layer.step(
+                x,
+                layer_weights,
+                layer_cache,
+                layer_cross,
+                slot=slot,
+                self_bias=self_bias,
+                cross_bias=cross_bias,
+                beam_size=beam_size,
+            )
+            new_cache.append(layer_cache)
+        if weights["final_norm"] is not None:
+            x = layer_norm_step(x, weights["final_norm"])
+        return x, new_cache
