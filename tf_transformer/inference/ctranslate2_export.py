@@ -185,13 +185,18 @@ def _set_stack_inputs(spec, stack) -> None:
         _set_norm(spec.layer_norm, stack.final_norm)
 
 
+def _set_self_attention(spec, layer) -> None:
+    """A layer's self-attention (q/k/v fused) and its block's norm, `norm1`."""
+    attention = layer.self_attention
+    _set_fused(spec.linear[0], [attention.wq, attention.wk, attention.wv])
+    _set_linear(spec.linear[1], attention.wo)
+    _set_norm(spec.layer_norm, layer.norm1)
+
+
 def _set_encoder(spec, encoder) -> None:
     _set_stack_inputs(spec, encoder)
     for layer_spec, layer in zip(spec.layer, encoder.stack, strict=True):
-        attention = layer.self_attention
-        _set_fused(layer_spec.self_attention.linear[0], [attention.wq, attention.wk, attention.wv])
-        _set_linear(layer_spec.self_attention.linear[1], attention.wo)
-        _set_norm(layer_spec.self_attention.layer_norm, layer.norm1)
+        _set_self_attention(layer_spec.self_attention, layer)
         _set_ffn(layer_spec.ffn, layer.ffn, layer.norm2)
 
 
@@ -199,10 +204,7 @@ def _set_decoder(spec, model) -> None:
     decoder = model.decoder
     _set_stack_inputs(spec, decoder)
     for layer_spec, layer in zip(spec.layer, decoder.stack, strict=True):
-        attention = layer.self_attention
-        _set_fused(layer_spec.self_attention.linear[0], [attention.wq, attention.wk, attention.wv])
-        _set_linear(layer_spec.self_attention.linear[1], attention.wo)
-        _set_norm(layer_spec.self_attention.layer_norm, layer.norm1)
+        _set_self_attention(layer_spec.self_attention, layer)
         cross = layer.cross_attention
         _set_linear(layer_spec.attention.linear[0], cross.wq)
         _set_fused(layer_spec.attention.linear[1], [cross.wk, cross.wv])
