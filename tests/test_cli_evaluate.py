@@ -43,10 +43,14 @@ def test_evaluate_prints_scores_signatures_and_writes_hypotheses(tmp_path):
         "--quiet",
     )
     assert result.returncode == 0, result.stderr
-    assert "BLEU signature: nrefs:1|case:lc|eff:no|tok:13a" in result.stdout
+    assert "BLEU signature: nrefs:1|case:mixed|eff:no|tok:13a" in result.stdout
+    assert "BLEU lower-cased signature: nrefs:1|case:lc|eff:no|tok:13a" in result.stdout
     assert "chrF signature: nrefs:1|case:mixed" in result.stdout
+    # The sample references are lower-cased and tokenized: hypotheses are put in their style.
+    assert "references are lower-cased and tokenized" in result.stdout
     scores = json.loads(result.stdout.strip().splitlines()[-1])
-    assert set(scores) == {"bleu", "chrf"} and 0 <= scores["bleu"] <= 100
+    assert list(scores) == ["bleu", "bleu_lc", "chrf"]  # cased BLEU first: the headline
+    assert 0 <= scores["bleu"] == scores["bleu_lc"] <= 100
     assert len(output.read_text().splitlines()) == 12
 
 

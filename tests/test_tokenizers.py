@@ -1,4 +1,4 @@
-"""Tests for tf_transformer.text.tokenizers: vocabulary build, round trips, [UNK], SavedModel reload."""
+"""Tests for tf_transformer.text.tokenizers: vocabulary build, case, round trips, [UNK], reload."""
 
 import json
 import re
@@ -9,15 +9,21 @@ from pathlib import Path
 
 import pytest
 import tensorflow as tf
+import tensorflow_text as text
 
 from tf_transformer.data import load_dataset
+from tf_transformer.text.detokenize import attach_punctuation
 from tf_transformer.text.tokenizers import (
     END_ID,
     PAD_ID,
     RESERVED_TOKENS,
     START_ID,
     UNK_ID,
+    Tokenizers,
     build_tokenizers,
+    learn_vocab,
+    load_tokenizers,
+    write_vocab,
 )
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
@@ -25,31 +31,52 @@ TATOEBA = SHARED / "data" / "tatoeba_pt_en"
 FAST_LEARN = {"num_iterations": 1}  # one pass of the threshold search: small corpora, fast tests
 
 
-@pytest.fixture(scope="module")
-def tokenizers(tmp_path_factory):
+def _written(sentence: str) -> str:
+    """A sample-corpus sentence as people write it: "o carro é novo ." -> "O carro é novo."."""
+    spaced = " ".join(re.sub(r"([^\w\s])", r" \1 ", sentence).split())  # "'s" -> "' s"
+    sentence = attach_punctuation(tf.constant(spaced)).numpy().decode("utf-8")
+    sentence = re.sub(r"\bi\b", "I", sentence)
+    return sentence[:1].upper() + sentence[1:]
+
+
+def _written_pairs(split: str, size: int | None = None) -> list[tuple[str, str]]:
     sample = pytest.importorskip("tf_transformer.data.sample")
-    pairs = sample.sample_pairs("train", size=2000)
-    ds = tf.data.Dataset.from_tensor_slices(([p for p, _ in pairs], [e for _, e in pairs]))
-    vocab_dir = tmp_path_factory.mktemp("vocab")
-    return build_tokenizers(ds, vocab_size=1000, vocab_dir=vocab_dir, learn_params=FAST_LEARN)
+    pairs = sample.sample_pairs(split) if size is None else sample.sample_pairs(split, size=size)
+    return [(_written(pt), _written(en)) for pt, en in pairs]
+
+
+def _dataset(pairs):
+    return tf.data.Dataset.from_tensor_slices(([p for p, _ in pairs], [e for _, e in pairs]))
 
 
 def _texts(tensor):
     return [s.decode("utf-8") for s in tensor.numpy()]
 
 
-def _bert_spacing(text):
-    """Lower-cases and spaces out punctuation the way BERT's basic tokenizer splits words."""
+@pytest.fixture(scope="module")
+def written_train():
+    return _written_pairs("train", size=2000)
 
-    def is_punct(char):
-        code = ord(char)
-        ascii_punct = 33 <= code <= 47 or 58 <= code <= 64 or 91 <= code <= 96 or 123 <= code <= 126
-        return ascii_punct or unicodedata.category(char).startswith("P")
 
-    spaced = "".join(f" {c} " if is_punct(c) else c for c in unicodedata.normalize("NFC", text))
-    spaced = re.sub(r"\s+", " ", spaced.lower()).strip()
-    # detokenize glues English contractions back: "don ' t" -> "don't".
-    return re.sub(r"([^\W\d_]) ' (s|t|re|ve|ll|d|m)\b", r"\1'\2", spaced)
+@pytest.fixture(scope="module")
+def tokenizers(written_train, tmp_path_factory):
+    """Cased (the default), learnt from sample sentences written with capitals: "The red car."."""
+    vocab_dir = tmp_path_factory.mktemp("vocab")
+    return build_tokenizers(
+        _dataset(written_train), vocab_size=1000, vocab_dir=vocab_dir, learn_params=FAST_LEARN
+    )
+
+
+@pytest.fixture(scope="module")
+def lower_tokenizers(written_train, tmp_path_factory):
+    """The same corpus, with lower_case=True."""
+    return build_tokenizers(
+        _dataset(written_train),
+        vocab_size=1000,
+        vocab_dir=tmp_path_factory.mktemp("vocab_lc"),
+        learn_params=FAST_LEARN,
+        lower_case=True,
+    )
 
 
 def test_reserved_ids_and_vocab_files(tokenizers):
@@ -63,37 +90,96 @@ def test_reserved_ids_and_vocab_files(tokenizers):
         assert _texts(tok.lookup(tf.constant([[0, 1, 2, 3]], tf.int64)).flat_values) == vocab[:4]
 
 
-def test_round_trip_on_sample_sentences(tokenizers):
-    sample = pytest.importorskip("tf_transformer.data.sample")
-    dev = sample.sample_pairs("dev")[:200]
-    for index, tok in enumerate((tokenizers.source, tokenizers.target)):
+def test_round_trip_on_sample_sentences(tokenizers, lower_tokenizers):
+    dev = _written_pairs("dev")[:200]
+    for index, role in enumerate(("source", "target")):
         texts = [pair[index] for pair in dev]
-        ids = tok.tokenize(tf.constant(texts))
-        rows = ids.to_list()
-        assert {row[0] for row in rows} == {START_ID}
-        assert {row[-1] for row in rows} == {END_ID}
-        assert UNK_ID not in ids.flat_values.numpy()
-        # The sample text is lower-case with spaced punctuation, but "guarda-chuva" gets split.
-        assert _texts(tok.detokenize(ids)) == [_bert_spacing(t) for t in texts]
+        for toks in (tokenizers, lower_tokenizers):
+            tok = getattr(toks, role)
+            ids = tok.tokenize(tf.constant(texts))
+            rows = ids.to_list()
+            assert {row[0] for row in rows} == {START_ID}
+            assert {row[-1] for row in rows} == {END_ID}
+            assert UNK_ID not in ids.flat_values.numpy()
+            # Written text comes back as written ("The boy's car is new.", "guarda-chuva"),
+            # cased or lower-cased as the tokenizer's flag says.
+            expected = texts if toks is tokenizers else [t.lower() for t in texts]
+            assert _texts(tok.detokenize(ids)) == expected
 
 
-def test_lower_cases_keeps_accents_and_spaces_punctuation(tokenizers):
-    ids = tokenizers.source.tokenize(tf.constant(["As CRIANÇAS não estavam no parque?"]))
-    assert _texts(tokenizers.source.detokenize(ids)) == ["as crianças não estavam no parque ?"]
-    tokens = _texts(tokenizers.source.lookup(ids).flat_values)
+def test_case_is_kept_by_default_and_saved(tokenizers, lower_tokenizers, tmp_path):
+    sentence = tf.constant(["As crianças NÃO estavam no parque?"])
+    assert not tokenizers.source.lower_case.numpy() and lower_tokenizers.target.lower_case.numpy()
+    cased = tokenizers.source.tokenize(sentence)
+    # "NÃO" never occurs in capitals in the corpus: its letters are not in the vocabulary.
+    assert _texts(tokenizers.source.detokenize(cased)) == ["As crianças [UNK] estavam no parque?"]
+    lower = lower_tokenizers.source.tokenize(sentence)
+    assert _texts(lower_tokenizers.source.detokenize(lower)) == [
+        "as crianças não estavam no parque?"
+    ]
+    tokens = _texts(lower_tokenizers.source.lookup(lower).flat_values)
     assert tokens[0] == "[START]" and tokens[-1] == "[END]"
+    # The flag travels with the SavedModel: a loaded tokenizer knows it and acts on it.
+    for toks, name in ((tokenizers, "cased"), (lower_tokenizers, "lower")):
+        toks.save(tmp_path / name)
+        loaded = load_tokenizers(tmp_path / name)
+        for role in ("source", "target"):
+            assert bool(getattr(loaded, role).lower_case.numpy()) == (name == "lower")
+        expected = toks.source.tokenize(sentence).to_list()
+        assert loaded.source.tokenize(sentence).to_list() == expected
+
+
+def test_vocabulary_learner_keeps_case_unless_asked():
+    texts = tf.data.Dataset.from_tensor_slices(["Tom saw tom .", "Tom and Mary ?"] * 20)
+    cased = learn_vocab(texts, 100, learn_params=FAST_LEARN)
+    lower = learn_vocab(texts, 100, learn_params=FAST_LEARN, lower_case=True)
+    assert {"Tom", "tom", "Mary"} <= set(cased)
+    assert {"tom", "mary"} <= set(lower)
+    assert all(token == token.lower() for token in lower[len(RESERVED_TOKENS) :])
+
+
+class _LegacyTokenizer(tf.Module):
+    """What `Tokenizers.save` wrote before the `lower_case` flag: lower-cases, saves no flag."""
+
+    def __init__(self, vocab_path):
+        super().__init__()
+        self.tokenizer = text.BertTokenizer(
+            str(vocab_path), lower_case=False, normalization_form="NFC"
+        )
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def tokenize(self, strings):
+        words = self.tokenizer.tokenize(tf.strings.lower(strings, encoding="utf-8"))
+        return words.merge_dims(-2, -1)
+
+
+def test_tokenizers_saved_before_the_flag_still_lower_case(tmp_path):
+    vocab = write_vocab([*RESERVED_TOKENS, "olá", "mundo"], tmp_path / "vocab.txt")
+    legacy = tf.Module()
+    legacy.pt, legacy.en = _LegacyTokenizer(vocab), _LegacyTokenizer(vocab)  # the oldest layout
+    tf.saved_model.save(legacy, str(tmp_path / "legacy"))
+    loaded = load_tokenizers(tmp_path / "legacy")
+    assert bool(loaded.source.lower_case.numpy()) and bool(loaded.target.lower_case.numpy())
+    assert _texts(loaded.languages) == ["pt", "en"]
+    ids = loaded.source.tokenize(tf.constant(["Olá MUNDO", "olá mundo"])).to_list()
+    assert ids[0] == ids[1] == [4, 5]
+    # New tokenizers on the same vocabulary keep case: a capital is unknown to it.
+    cased = Tokenizers(vocab, vocab)
+    assert cased.source.tokenize(tf.constant(["Olá mundo"])).to_list() == [[2, 1, 5, 3]]
 
 
 def test_apostrophes_between_letters_are_glued_back(tokenizers):
     ids = tokenizers.target.tokenize(tf.constant(["I don't know the boy 's car ' here we'll see"]))
-    assert _texts(tokenizers.target.detokenize(ids)) == ["i don't know the boy's car ' here we'll see"]
+    assert _texts(tokenizers.target.detokenize(ids)) == [
+        "I don't know the boy's car ' here we'll see"
+    ]
 
 
 def test_dense_padded_ids_detokenize_like_ragged(tokenizers):
-    ids = tokenizers.target.tokenize(tf.constant(["the children help a teacher .", "my boat ."]))
+    ids = tokenizers.target.tokenize(tf.constant(["The children help a teacher .", "my boat ."]))
     dense = ids.to_tensor(default_value=PAD_ID)
     assert dense.shape[1] > int(ids.row_lengths()[1])  # the second row is padded with PAD
-    expected = ["the children help a teacher .", "my boat ."]
+    expected = ["The children help a teacher.", "my boat."]
     assert _texts(tokenizers.target.detokenize(ids)) == expected
     assert _texts(tokenizers.target.detokenize(dense)) == expected
     assert _texts(tokenizers.target.detokenize(tf.cast(dense, tf.int32))) == expected
@@ -123,7 +209,8 @@ def test_tatoeba_dev_round_trip(tmp_path):
         ids = lang_tok.tokenize(tf.constant(texts))
         has_unk = [UNK_ID in row for row in ids.numpy()]
         back = _texts(lang_tok.detokenize(ids))
-        expected = [_bert_spacing(t) for t in texts]
+        # Cased, detokenized: the sentences come back exactly as Tatoeba writes them.
+        expected = [unicodedata.normalize("NFC", t) for t in texts]
         known = [(b, e) for b, e, unk in zip(back, expected, has_unk) if not unk]
         mismatches = [(b, e) for b, e in known if b != e]
         print(f"tatoeba dev {('pt', 'en')[index]}: {sum(has_unk)} of {len(texts)} with [UNK]")
@@ -135,23 +222,26 @@ def test_tatoeba_dev_round_trip(tmp_path):
 def test_saved_model_reloads_in_fresh_process(tokenizers, tmp_path):
     path = tmp_path / "tokenizers"
     tokenizers.save(path)
-    texts = ["o menino bebe o suco ?", "Olá 😀 mundo"]
+    texts = ["O menino bebe o suco?", "Olá 😀 mundo"]
+    written = "The boy's car? I don't see it."
     expected_ids = tokenizers.source.tokenize(tf.constant(texts)).to_list()
-    expected_en = _texts(tokenizers.target.detokenize(tf.constant([[2, 60, 70, 3, 0]], tf.int64)))
+    written_ids = tokenizers.target.tokenize(tf.constant([written]))
     script = (
         "import json, sys\n"
         "import tensorflow as tf\n"
         "import tensorflow_text  # registers the ops\n"
         "tok = tf.saved_model.load(sys.argv[1])\n"
         "ids = tok.source.tokenize(tf.constant(json.loads(sys.argv[2])))\n"
-        "dense = tf.constant([[2, 60, 70, 3, 0]], tf.int64)\n"
+        "dense = tf.ragged.constant(json.loads(sys.argv[3]), tf.int64).to_tensor()\n"
         "print(json.dumps({'ids': ids.to_list(),\n"
         "  'en': [s.decode() for s in tok.target.detokenize(dense).numpy()],\n"
+        "  'lower_case': bool(tok.source.lower_case.numpy()),\n"
         "  'size': int(tok.target.get_vocab_size()),\n"
         "  'modules': sorted(m for m in sys.modules if m.startswith('tf_transformer'))}))\n"
     )
+    args = [json.dumps(texts), json.dumps(written_ids.to_list())]
     result = subprocess.run(
-        [sys.executable, "-c", script, str(path), json.dumps(texts)],
+        [sys.executable, "-c", script, str(path), *args],
         capture_output=True,
         check=False,
         text=True,
@@ -162,6 +252,7 @@ def test_saved_model_reloads_in_fresh_process(tokenizers, tmp_path):
     reloaded = json.loads(result.stdout.strip().splitlines()[-1])
     assert reloaded["modules"] == []
     assert reloaded["ids"] == expected_ids
-    assert reloaded["en"] == expected_en
+    assert reloaded["en"] == [written]  # cased, punctuation re-attached: in the saved graph
+    assert reloaded["lower_case"] is False
     assert reloaded["size"] == int(tokenizers.target.get_vocab_size())
     assert expected_ids[1].count(UNK_ID) == 1  # the emoji

@@ -16,9 +16,10 @@ def register(subparsers) -> None:
         help="Translate a test split and score it with sacreBLEU (BLEU, chrF).",
         description=(
             "Translates the source side of a split, writes the hypotheses one per line, and "
-            "prints sacreBLEU BLEU (lower-cased and cased) and chrF with their signatures. "
-            "TED-style references (lower-cased, clitics split: `do n't`) are detected and the "
-            "hypotheses put in the same style before scoring."
+            "prints sacreBLEU BLEU (cased, sacreBLEU's default, then lower-cased) and chrF with "
+            "their signatures. Lower-cased, tokenized references (TED style: `do n't go .`) are "
+            "detected and the hypotheses put in the same style before scoring. The last line "
+            'is JSON: {"bleu": cased, "bleu_lc": lower-cased, "chrf": ...}.'
         ),
     )
     parser.add_argument(
@@ -64,7 +65,7 @@ def evaluation_data(args: argparse.Namespace) -> tuple[dict, str]:
       CLIError: a SavedModel (or a run without a recorded dataset) and no --dataset.
     """
     from tf_transformer.cli import CLIError
-    from tf_transformer.load import saved_model_version
+    from tf_transformer.inference.load import saved_model_version
 
     given = {"spec": args.dataset, "tarball": args.tarball, "data_dir": args.data_dir}
     if args.dataset is not None:
@@ -89,7 +90,7 @@ def evaluation_data(args: argparse.Namespace) -> tuple[dict, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tf_transformer.load import load_translate_fn, saved_model_version
+    from tf_transformer.inference.load import load_translate_fn, saved_model_version
 
     data, source = evaluation_data(args)
     # The model first: a wrong path fails before TensorFlow even loads.
@@ -102,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
             checkpoint=args.checkpoint,
         )
     from tf_transformer.data import load_dataset
-    from tf_transformer.evaluate import evaluate
+    from tf_transformer.inference.evaluate import evaluate
 
     print(f"dataset: {data['spec']} ({source}), split {args.split}", flush=True)
     dataset = load_dataset(
@@ -125,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{data['spec']} {args.split} with {description}")
     print(scores.summary())
     print(f"hypotheses: {output}")
-    print(json.dumps({"bleu": round(scores.bleu, 2), "chrf": round(scores.chrf, 2)}))
+    headline = {"bleu": scores.bleu, "bleu_lc": scores.bleu_lc, "chrf": scores.chrf}
+    print(json.dumps({name: round(value, 2) for name, value in headline.items()}))
     sys.stdout.flush()
     return 0

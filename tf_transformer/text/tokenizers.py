@@ -1,13 +1,20 @@
 """WordPiece tokenizers of a language pair: build the vocabularies, tokenize/detokenize, save.
 
 The saved module needs only ``tensorflow`` and ``tensorflow_text`` to load, and uses only
-long-standing ops that TF Serving's bundled TF Text has (StringLower, NormalizeUTF8,
-RegexSplitWithOffsets, WordpieceTokenizeWithOffsets, lookup tables).
+long-standing ops that TF Serving's bundled TF Text has (StringLower, StaticRegexReplace,
+NormalizeUTF8, RegexSplitWithOffsets, WordpieceTokenizeWithOffsets, lookup tables).
+
+Case: new tokenizers keep it (``lower_case=False``), so translations come out cased. The flag is
+saved with the tokenizers (a ``lower_case`` variable); tokenizers saved before it existed
+lower-case, and `load_tokenizers` gives them ``lower_case`` = True.
 
 Normalisation differs from the TF tutorial's ``BertTokenizer(lower_case=True)`` on purpose: that
 also strips accents (``comédia`` → ``comedia``) through ICU case folding and NFD. Here text is
-lower-cased with the core ``tf.strings.lower(encoding="utf-8")`` and NFC-normalised, so accents
-survive the round trip.
+NFC-normalised and, with ``lower_case=True``, lower-cased with the core
+``tf.strings.lower(encoding="utf-8")``, so accents survive the round trip.
+
+Detokenization joins words by spaces and re-attaches punctuation and clitics the way normal text
+writes them ("new.", "don't", "(yes)"; see `tf_transformer.text.detokenize`).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import tensorflow as tf
 import tensorflow_text as text
 from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset as bert_vocab
 
+from tf_transformer.text.detokenize import attach_punctuation
 from tf_transformer.text.special_tokens import (  # noqa: F401  (part of this module's API)
     END_ID,
     PAD_ID,
@@ -38,9 +46,15 @@ _DENSE_IDS = (
 _RAGGED_IDS = tf.RaggedTensorSpec(shape=[None, None], dtype=tf.int64, ragged_rank=1)
 
 
-def normalize(strings: tf.Tensor) -> tf.Tensor:
-    """Lower-cases UTF-8 strings (keeping accents); the tokenizer adds NFC normalisation."""
-    return tf.strings.lower(strings, encoding="utf-8")
+def normalize(strings: tf.Tensor, lower_case: bool | tf.Tensor = True) -> tf.Tensor:
+    """Lower-cases UTF-8 strings (keeping accents) when `lower_case`; else returns them as is.
+
+    The tokenizer adds NFC normalisation. `lower_case` may be a boolean tensor (the saved flag):
+    then the choice is made in the graph, and both branches stay in it.
+    """
+    if isinstance(lower_case, bool):
+        return tf.strings.lower(strings, encoding="utf-8") if lower_case else strings
+    return tf.cond(lower_case, lambda: tf.strings.lower(strings, encoding="utf-8"), lambda: strings)
 
 
 class LanguageTokenizer(tf.Module):
@@ -51,14 +65,23 @@ class LanguageTokenizer(tf.Module):
     Args:
         vocab_path: a vocabulary file, one token per line, starting with the reserved tokens.
         reserved_tokens: the reserved tokens at the head of the vocabulary.
+        lower_case: lower-case text before tokenizing (the vocabulary must have been learnt the
+            same way); saved as the boolean variable ``lower_case``.
 
     Example:
         >>> tok = LanguageTokenizer("en_vocab.txt")
-        >>> ids = tok.tokenize(tf.constant(["hello ."]))  # [[2, ..., 3]]
-        >>> tok.detokenize(ids)  # [b"hello ."]
+        >>> ids = tok.tokenize(tf.constant(["Hello, world !"]))  # [[2, ..., 3]]
+        >>> tok.detokenize(ids)  # [b"Hello, world!"]
     """
 
-    def __init__(self, vocab_path: str | Path, reserved_tokens=RESERVED_TOKENS, **kwargs):
+    def __init__(
+        self,
+        vocab_path: str | Path,
+        reserved_tokens=RESERVED_TOKENS,
+        *,
+        lower_case: bool = False,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         vocab_path = str(vocab_path)
         self.tokenizer = text.BertTokenizer(vocab_path, **_BERT_TOKENIZER_PARAMS)
@@ -68,6 +91,7 @@ class LanguageTokenizer(tf.Module):
         if vocab[: len(self._reserved_tokens)] != self._reserved_tokens:
             raise ValueError(f"{vocab_path} does not start with {self._reserved_tokens}")
         self.vocab = tf.Variable(vocab, trainable=False)
+        self.lower_case = tf.Variable(bool(lower_case), trainable=False, name="lower_case")
 
     def trace_for_export(self) -> None:
         """Traces every accepted input form of `detokenize` and `lookup`.
@@ -84,7 +108,7 @@ class LanguageTokenizer(tf.Module):
     @tf.function(input_signature=[_STRINGS], autograph=False)
     def tokenize(self, strings: tf.Tensor) -> tf.RaggedTensor:
         """Strings `(batch,)` → ragged int64 ids `(batch, None)` with [START] … [END]."""
-        ids = self.tokenizer.tokenize(normalize(strings))  # (batch, words, wordpieces)
+        ids = self.tokenizer.tokenize(normalize(strings, self.lower_case))  # (batch, words, pieces)
         ids = ids.merge_dims(-2, -1)  # (batch, tokens)
         batch = ids.bounding_shape()[0]
         starts = tf.fill([batch, 1], tf.constant(START_ID, tf.int64))
@@ -96,8 +120,9 @@ class LanguageTokenizer(tf.Module):
         """Ids `(batch, None)`, ragged or dense (PAD=0), int64 or int32 → strings `(batch,)`.
 
         [PAD], [START] and [END] are dropped, and so is anything after the first [END] (batched
-        decoders keep emitting after it); [UNK] stays visible. Wordpieces are joined into words
-        and words by single spaces.
+        decoders keep emitting after it); [UNK] stays visible. Wordpieces are joined into words,
+        words by single spaces, and then punctuation and clitics are re-attached
+        (`attach_punctuation`: "don ' t go ." → "don't go.").
         """
         if isinstance(ids, tf.RaggedTensor):
             ids = ids.to_tensor(default_value=PAD_ID)
@@ -107,8 +132,7 @@ class LanguageTokenizer(tf.Module):
         kept = tf.ragged.boolean_mask(ids, keep)
         words = self.tokenizer.detokenize(kept)  # (batch, words)
         text = tf.strings.reduce_join(words, separator=" ", axis=-1)
-        # WordPiece splits apostrophes off ("don ' t"); glue English contractions back.
-        return tf.strings.regex_replace(text, r"(\pL) ' (s|t|re|ve|ll|d|m)\b", r"\1'\2")
+        return attach_punctuation(text)
 
     @tf.function(autograph=False)
     def lookup(self, ids) -> tf.RaggedTensor:
@@ -145,6 +169,7 @@ class Tokenizers(tf.Module):
         target_vocab_path: the target-language vocabulary file.
         reserved_tokens: the reserved tokens at the head of both vocabularies.
         source_lang, target_lang: language codes, recorded in the SavedModel.
+        lower_case: both tokenizers lower-case their input (as their vocabularies were learnt).
     """
 
     def __init__(
@@ -155,11 +180,12 @@ class Tokenizers(tf.Module):
         *,
         source_lang: str = "pt",
         target_lang: str = "en",
+        lower_case: bool = False,
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.source = LanguageTokenizer(source_vocab_path, reserved_tokens)
-        self.target = LanguageTokenizer(target_vocab_path, reserved_tokens)
+        self.source = LanguageTokenizer(source_vocab_path, reserved_tokens, lower_case=lower_case)
+        self.target = LanguageTokenizer(target_vocab_path, reserved_tokens, lower_case=lower_case)
         self.languages = tf.Variable([source_lang, target_lang], trainable=False, name="languages")
 
     def save(self, path: str | Path) -> None:
@@ -174,12 +200,17 @@ def load_tokenizers(path: str | Path):
 
     Returns:
         The restored module, with ``.source`` and ``.target`` offering the same methods (for
-        tokenizers saved with ``.pt`` and ``.en``, those become ``.source`` and ``.target``).
+        tokenizers saved with ``.pt`` and ``.en``, those become ``.source`` and ``.target``),
+        each with its boolean ``lower_case`` (True for tokenizers saved before the flag: they
+        all lower-cased, and their saved functions still do).
     """
     tokenizers = tf.saved_model.load(str(path))
     if not hasattr(tokenizers, "source"):  # saved before the roles: the pt->en pair
         tokenizers.source, tokenizers.target = tokenizers.pt, tokenizers.en
         tokenizers.languages = tf.constant(["pt", "en"])
+    for tokenizer in (tokenizers.source, tokenizers.target):
+        if not hasattr(tokenizer, "lower_case"):  # saved before the flag
+            tokenizer.lower_case = tf.Variable(True, trainable=False, name="lower_case")
     return tokenizers
 
 
@@ -190,6 +221,7 @@ def learn_vocab(
     reserved_tokens=RESERVED_TOKENS,
     batch_size: int = 1000,
     learn_params: dict | None = None,
+    lower_case: bool = False,
 ) -> list[str]:
     """Learns a WordPiece vocabulary with ``bert_vocab_from_dataset``.
 
@@ -201,11 +233,16 @@ def learn_vocab(
         learn_params: extra arguments of ``wordpiece_tokenizer_learner_lib.learn``, e.g.
             ``{"num_iterations": 1}`` to learn faster (each iteration is one full pass over the
             word counts, binary-searching the frequency threshold that hits `vocab_size`).
+        lower_case: lower-case the text first (as a tokenizer with ``lower_case=True`` does);
+            else the vocabulary keeps case ("Tom" and "tom" are different tokens).
 
     Returns:
         The vocabulary, reserved tokens first.
     """
-    batches = texts.batch(batch_size).map(normalize).prefetch(tf.data.AUTOTUNE)
+    batches = texts.batch(batch_size)
+    if lower_case:
+        batches = batches.map(normalize)
+    batches = batches.prefetch(tf.data.AUTOTUNE)
     return bert_vocab.bert_vocab_from_dataset(
         batches,
         vocab_size=vocab_size,
@@ -233,6 +270,7 @@ def build_tokenizers(
     reserved_tokens=RESERVED_TOKENS,
     batch_size: int = 1000,
     learn_params: dict | None = None,
+    lower_case: bool = False,
 ) -> Tokenizers:
     """Learns source and target WordPiece vocabularies from ``(source, target)`` pairs.
 
@@ -245,6 +283,8 @@ def build_tokenizers(
         reserved_tokens: tokens put first in both vocabularies.
         batch_size: strings per batch while counting words.
         learn_params: extra arguments of the WordPiece learner (see `learn_vocab`).
+        lower_case: lower-case everything (vocabularies and input); the default keeps case,
+            so translations come out cased.
 
     Returns:
         The tokenizers, ready to use or to `Tokenizers.save`.
@@ -259,6 +299,7 @@ def build_tokenizers(
             reserved_tokens=reserved_tokens,
             batch_size=batch_size,
             learn_params=learn_params,
+            lower_case=lower_case,
         )
         paths[role] = write_vocab(vocab, vocab_dir / f"{role}.{lang}.vocab")
     return Tokenizers(
@@ -267,4 +308,5 @@ def build_tokenizers(
         reserved_tokens,
         source_lang=source_lang,
         target_lang=target_lang,
+        lower_case=lower_case,
     )
