@@ -98,10 +98,10 @@ def configs(args):
 
 def train_within_budget(args, root: Path) -> None:
     """Builds tokenizers (or reloads them) and trains until the budget is spent."""
+    from tf_transformer import training
+    from tf_transformer.config import DataConfig
     from tf_transformer.data.sources import pairs_to_dataset
     from tf_transformer.run_dir import RunDir
-    from tf_transformer.text.tokenizers import build_tokenizers
-    from tf_transformer.train import epoch_batches, train
 
     run = RunDir(args.run_dir)
     budget_path = run.root / "quality.json"
@@ -113,24 +113,20 @@ def train_within_budget(args, root: Path) -> None:
     budget = args.max_minutes if args.max_minutes is not None else record.get("budget", 27.0)
     record.update(budget=budget, minutes_used=record.get("minutes_used", 0.0))
     pairs = pairs_to_dataset(training_pairs(root))
+    # Recorded in config.json; the training pairs are Tatoeba + CrioleSet, validation Tatoeba.
+    data = DataConfig(dataset=str(root / "tatoeba_pt_en"))
+    model_config = train_config = None
+    changes = {}
     if args.resume:
-        model_config, train_config = run.model_config(), run.train_config()
-        tokenizers = run.load_tokenizers()
-        overrides = {k: getattr(args, k) for k in ("max_steps", "average_last")}
-        train_config = train_config.replace(**{k: v for k, v in overrides.items() if v is not None})
+        changes = {k: getattr(args, k) for k in ("max_steps", "average_last")}
+        changes = {k: v for k, v in changes.items() if v is not None}
     else:
         model_config, train_config = configs(args)
         started = time.monotonic()
         if run.tokenizers_path.is_dir():  # left by a run that stopped before training
             print(f"reusing the tokenizers in {run.tokenizers_path}")
-            tokenizers = run.load_tokenizers()
-        else:
-            tokenizers = build_tokenizers(pairs, vocab_size=train_config.vocab_size)
-            tokenizers.save(str(run.tokenizers_path))
-        model_config = model_config.replace(
-            input_vocab_size=int(tokenizers.source.get_vocab_size()),
-            target_vocab_size=int(tokenizers.target.get_vocab_size()),
-        )
+        # Built here to time them apart; `training.run` then reuses them from the run dir.
+        training.runner.prepare_tokenizers(run, pairs, data, train_config)
         record["tokenizer_minutes"] = (time.monotonic() - started) / 60
         print(f"tokenizers: {record['tokenizer_minutes']:.2f} min (outside the training budget)")
         budget_path.parent.mkdir(parents=True, exist_ok=True)
@@ -139,14 +135,16 @@ def train_within_budget(args, root: Path) -> None:
     if left <= 0:
         print(f"budget spent ({record['minutes_used']:.1f} of {budget} min): not training")
         return
-    train_config = train_config.replace(max_minutes=left)
+    changes["max_minutes"] = left
     started = time.monotonic()
     try:
-        result = train(
-            run,
+        result = training.run(
+            run.root,
+            data,
             model_config,
             train_config,
-            epoch_batches(pairs, tokenizers, train_config),
+            train_changes=changes,
+            train_pairs=pairs,
             progress=not args.quiet,
         )
     finally:

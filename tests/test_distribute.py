@@ -11,9 +11,10 @@ import pytest
 import tensorflow as tf
 
 from tests.test_train import MODEL, TRAIN, copy_task
-from tf_transformer.distribute import build_model, get_strategy, policy_name
-from tf_transformer.schedule import make_optimizer
-from tf_transformer.train_step import TrainStep
+from tf_transformer.training.distribute import get_strategy
+from tf_transformer.training.mixed_precision import build_model, policy_name
+from tf_transformer.training.schedule import make_optimizer
+from tf_transformer.training.train_step import TrainStep
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,9 +25,9 @@ import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 from tests.test_train import MODEL, TRAIN, copy_task
-from tf_transformer.distribute import get_strategy
-from tf_transformer.fit import fit
-from tf_transformer.train import train
+from tf_transformer.training.distribute import get_strategy
+from tf_transformer.training.fit import fit
+from tf_transformer.training.loop import train
 
 config = TRAIN.replace(max_steps=4, epochs=1)
 out = {}

@@ -19,7 +19,7 @@ LAYOUT = {
     "ted_hrlr_validation": {"dev": 4},
 }
 TINY = [
-    "--num-layers", "1", "--d-model", "32", "--num-heads", "2", "--dff", "64", "--vocab-size", "200", "--token-budget", "256", "--max-length", "24",
+    "--num-layers", "1", "--d-model", "32", "--num-heads", "2", "--dff", "64", "--vocab-size", "200", "--token-budget", "256", "--max-tokens", "24",
     "--checkpoint-every", "5", "--beam-size", "2", "--quiet",
 ]  # fmt: skip
 

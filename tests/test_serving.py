@@ -1,4 +1,4 @@
-"""Tests for tf_transformer.serving: the JSON format, and the client against a real HTTP server
+"""Tests for tf_transformer.inference.serving: the JSON format, and the client against a real HTTP server
 (tests/predict_server.py) running the exported SavedModel."""
 
 import socket
@@ -11,7 +11,7 @@ import tensorflow as tf
 from tests.export_helpers import SENTENCES, loaded_export
 from tests.predict_server import PredictServer
 from tf_transformer import cli
-from tf_transformer.serving import (
+from tf_transformer.inference.serving import (
     ServingClient,
     ServingError,
     make_request,

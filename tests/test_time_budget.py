@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from tests.test_train import MODEL, TRAIN, copy_task
 from tf_transformer.config import TrainConfig
-from tf_transformer.train import train
+from tf_transformer.training.loop import train
 
 
 def test_max_minutes_stops_after_the_first_step_and_averages(tmp_path):

@@ -130,7 +130,7 @@ def get_preset(name: str) -> ModelConfig:
 class TrainConfig(_DictConfig):
     """Training settings: optimizer and schedule (paper §5.3–5.4), data, run-time options."""
 
-    epochs: int = 20  # passes over the training data (ignored once max_steps is reached)
+    epochs: int | None = 20  # passes over the training data (None: max_steps/max_minutes decide)
     max_steps: int | None = None  # stop after this many optimizer steps (None: epochs decide)
     max_minutes: float | None = None  # wall-clock budget of one `train` call (None: no limit)
     warmup_steps: int = 4000  # linear warm-up of the learning-rate schedule
@@ -155,7 +155,11 @@ class TrainConfig(_DictConfig):
     RENAMED: ClassVar[dict[str, str]] = {"max_length": "max_tokens"}
 
     def __post_init__(self) -> None:
-        for name in ("epochs", "warmup_steps", "max_tokens", "vocab_size", "token_budget"):
+        if self.epochs is not None and self.epochs < 1:
+            raise ValueError(f"epochs must be positive, got {self.epochs}.")
+        if self.epochs is None and self.max_steps is None and self.max_minutes is None:
+            raise ValueError("With epochs=None, set max_steps or max_minutes to end training.")
+        for name in ("warmup_steps", "max_tokens", "vocab_size", "token_budget"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}.")
         for name in ("checkpoint_every", "keep_checkpoints", "log_every", "shuffle_buffer"):
@@ -265,6 +269,11 @@ class DecodeConfig(_DictConfig):
         return self.replace(**caps)
 
 
+# Data specs that are names, not paths (see `tf_transformer.data.load_dataset`).
+NAMED_DATASETS = ("sample", "ted_hrlr", "ted_hrlr_translate/pt_to_en")
+_PATH_FIELDS = ("dataset", "tarball", "data_dir")
+
+
 @dataclasses.dataclass(frozen=True)
 class DataConfig(_DictConfig):
     """Which corpus to train on, and its language pair (source -> target)."""
@@ -282,6 +291,19 @@ class DataConfig(_DictConfig):
                 raise ValueError(f"{name} must be a language code such as 'pt', got {code!r}.")
         if self.source_lang == self.target_lang:
             raise ValueError(f"source and target language are both {self.source_lang!r}.")
+
+    def recorded(self) -> Self:
+        """As config.json records it: local paths made absolute (names and URLs unchanged), so
+        a run resumed or evaluated from another working directory finds its data."""
+        from pathlib import Path
+
+        def absolute(spec: str | None) -> str | None:
+            if spec is None or spec in NAMED_DATASETS or "://" in spec:
+                return spec
+            path = Path(spec).expanduser()
+            return str(path.resolve()) if path.exists() else spec
+
+        return self.replace(**{name: absolute(getattr(self, name)) for name in _PATH_FIELDS})
 
     def load(self, split: str):
         """One split as `(source, target)` string pairs (see `tf_transformer.data.load_dataset`)."""

@@ -13,7 +13,7 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from tf_transformer.config import ModelConfig, TrainConfig
+from tf_transformer.config import DataConfig, ModelConfig, TrainConfig
 
 RUN_DIR = Path("runs/demo")
 EXPORT_DIR = Path("saved_models/demo")
@@ -36,14 +36,14 @@ SHOW = 5
 
 
 def main() -> int:
-    from tf_transformer.commands.train import train_run
+    from tf_transformer import training
     from tf_transformer.data import load_dataset
-    from tf_transformer.evaluate import evaluate
-    from tf_transformer.export import export_run_dir
-    from tf_transformer.load import load_translate_fn
+    from tf_transformer.inference.evaluate import evaluate
+    from tf_transformer.inference.export import export_run_dir
+    from tf_transformer.inference.load import load_translate_fn
 
     start = time.perf_counter()
-    result = train_run(RUN_DIR, dataset="sample", model_config=DEMO_MODEL, train_config=DEMO_TRAIN)
+    result = training.run(RUN_DIR, DataConfig("sample"), DEMO_MODEL, DEMO_TRAIN)
     trained = time.perf_counter()
     if result.stopped_by in ("SIGINT", "SIGTERM"):
         print(f"stopped by {result.stopped_by} at step {result.step}; `make demo` resumes.")

@@ -1,13 +1,19 @@
-"""`tf-transformer train`: build tokenizers, then train with the custom loop or `model.fit`."""
+"""`tf-transformer train`: flags to configs, then `tf_transformer.training.run`."""
 
 from __future__ import annotations
 
 import argparse
-import shutil
 from pathlib import Path
 
 from tf_transformer.commands import positive_float, positive_int
-from tf_transformer.config import PRESETS, ModelConfig, TrainConfig, get_preset, get_train_preset
+from tf_transformer.config import (
+    PRESETS,
+    DataConfig,
+    ModelConfig,
+    TrainConfig,
+    get_preset,
+    get_train_preset,
+)
 
 # Flags that override ModelConfig / TrainConfig fields of the same (paper) name.
 MODEL_FLAGS = ("num_layers", "d_model", "num_heads", "dff", "dropout_rate")
@@ -24,6 +30,7 @@ TRAIN_FLAGS = (
     "strategy",
     "mixed_precision",
     "checkpoint_every",
+    "max_tokens",
 )
 # What a resumed run may change; everything else comes from its config.json.
 RESUME_FLAGS = (
@@ -34,10 +41,6 @@ RESUME_FLAGS = (
     "checkpoint_every",
     "strategy",
 )
-
-
-# The epochs of a run that --max-steps alone bounds: the preset's epochs then never stop it first.
-NO_EPOCH_LIMIT = 1_000_000
 
 LIMITS_HELP = (
     "Training stops at whichever comes first of the limits given on the command line: "
@@ -57,9 +60,19 @@ def register(subparsers) -> None:
         ),
     )
     data = parser.add_argument_group("data")
-    data.add_argument("--dataset", default="sample", help="sample | ted_hrlr | PATH")
+    data.add_argument("--dataset", default=None, help="sample (default) | ted_hrlr | PATH")
     data.add_argument("--tarball", default=None, help="A local TED tarball (ted_hrlr).")
     data.add_argument("--data-dir", default=None, help="The TFDS data directory.")
+    data.add_argument(
+        "--source-lang",
+        default=None,
+        metavar="CODE",
+        help="Source language (default: pt). Text files are read as train.CODE; the built-in "
+        "corpora (sample, ted_hrlr) are pt-en and also serve en->pt.",
+    )
+    data.add_argument(
+        "--target-lang", default=None, metavar="CODE", help="Target language (default: en)."
+    )
     model = parser.add_argument_group("model and optimizer (paper names)")
     model.add_argument("--preset", default="small", choices=sorted(PRESETS))
     for name in ("num_layers", "d_model", "num_heads", "dff"):
@@ -67,7 +80,16 @@ def register(subparsers) -> None:
     model.add_argument("--dropout-rate", type=float, default=None)
     model.add_argument("--warmup-steps", type=positive_int, default=None)
     model.add_argument("--label-smoothing", type=float, default=None)
-    model.add_argument("--max-length", type=positive_int, default=None, help="Tokens per sentence.")
+    model.add_argument(
+        "--max-tokens",
+        "--max-length",
+        dest="max_tokens",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="Tokens kept per training sentence, START/END included (--max-length: its old "
+        "name); the model's positional table is made at least this long.",
+    )
     model.add_argument("--vocab-size", type=positive_int, default=None, help="WordPiece target.")
     model.add_argument("--token-budget", type=positive_int, default=None, help="Tokens per batch.")
     loop = parser.add_argument_group("training", LIMITS_HELP)
@@ -117,8 +139,6 @@ def configs_from_args(args: argparse.Namespace) -> tuple[ModelConfig, TrainConfi
     """The model and training configs of a new run: the preset, then the flags."""
     model_config = get_preset(args.preset).replace(**_overrides(args, MODEL_FLAGS))
     train_config = get_train_preset(args.preset).replace(**_overrides(args, TRAIN_FLAGS))
-    if args.max_length is not None:
-        train_config = train_config.replace(max_tokens=args.max_length)
     model_config = model_config.replace(
         max_length=max(model_config.max_length, train_config.max_tokens)
     )
@@ -128,17 +148,12 @@ def configs_from_args(args: argparse.Namespace) -> tuple[ModelConfig, TrainConfi
 def step_limited(train_config: TrainConfig, args: argparse.Namespace) -> TrainConfig:
     """--max-steps without --epochs: the steps alone bound the run (see LIMITS_HELP)."""
     if args.max_steps is not None and args.epochs is None:
-        return train_config.replace(epochs=NO_EPOCH_LIMIT)
+        return train_config.replace(epochs=None)
     return train_config
 
 
-def prepare_run_dir(run_dir: Path, *, resume: bool, overwrite: bool) -> bool:
-    """Refuses to touch an existing run unless told to resume or overwrite it.
-
-    Returns:
-      Whether `run_dir` is to be cleared (--overwrite of an existing run); the caller does it
-      once the data has loaded, so a bad dataset leaves the old run as it was.
-    """
+def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool) -> None:
+    """Refuses to touch an existing run unless told to resume or overwrite it."""
     from tf_transformer.cli import CLIError
 
     if resume and overwrite:
@@ -150,121 +165,57 @@ def prepare_run_dir(run_dir: Path, *, resume: bool, overwrite: bool) -> bool:
         raise CLIError(
             f"{run_dir} already exists; pass --resume to continue it or --overwrite to start over."
         )
-    return exists and overwrite
 
 
-def _recorded(spec: str | None) -> str | None:
-    """A data spec, tarball or data dir as config.json records it: local paths made absolute."""
-    from tf_transformer.data.sources import TED_SPECS
+def data_from_args(args: argparse.Namespace) -> DataConfig | None:
+    """The data flags as a `DataConfig`; None for a resumed run given no data flags (its own)."""
+    given = {
+        "dataset": args.dataset,
+        "tarball": args.tarball,
+        "data_dir": args.data_dir,
+        "source_lang": args.source_lang,
+        "target_lang": args.target_lang,
+    }
+    given = {name: value for name, value in given.items() if value is not None}
+    if args.resume:
+        if not given:
+            return None
+        # The run's own data; the flags may say where it lives now.
+        from tf_transformer.run_dir import RunDir
 
-    if spec is None or spec in ("sample", *TED_SPECS) or "://" in str(spec):
-        return spec
-    path = Path(spec).expanduser()
-    return str(path.resolve()) if path.exists() else str(spec)
-
-
-def train_run(
-    run_dir: str | Path,
-    *,
-    dataset: str = "sample",
-    model_config: ModelConfig | None = None,
-    train_config: TrainConfig | None = None,
-    use_fit: bool = False,
-    tarball: str | None = None,
-    data_dir: str | None = None,
-    progress: bool = True,
-    clear_run_dir: bool = False,
-):
-    """Loads the data, builds (or reloads) the tokenizers and trains in `run_dir`.
-
-    A run directory that already has tokenizers and a config.json is resumed: its stored
-    model config is used (`model_config` only supplies the sizes of a new run).
-    `clear_run_dir` deletes `run_dir` first, once the data has loaded (nothing is written or
-    deleted when it does not load).
-
-    Returns:
-      The `TrainResult` of the custom loop, or `(model, history)` of `model.fit`.
-    """
-    from tf_transformer.data import load_dataset
-    from tf_transformer.data.pipeline import make_batches
-    from tf_transformer.run_dir import RunDir
-    from tf_transformer.text.tokenizers import build_tokenizers
-
-    run = RunDir(run_dir)
-    data = {"dataset": _recorded(str(dataset)), "tarball": _recorded(tarball)}
-    data["data_dir"] = _recorded(data_dir)
-    load = {"tarball": tarball, "data_dir": data_dir}
-    train_pairs = load_dataset(dataset, "train", **load)
-    val_pairs = load_dataset(dataset, "validation", **load)
-    if clear_run_dir and run.root.exists():
-        shutil.rmtree(run.root)
-    if run.exists() and run.tokenizers_path.is_dir():
-        stored = run.read_config()
-        model_config = ModelConfig.from_dict(stored["model"])
-        tokenizers = run.load_tokenizers()
-    else:
-        tokenizers = build_tokenizers(train_pairs, vocab_size=train_config.vocab_size)
-        tokenizers.save(str(run.tokenizers_path))
-        model_config = model_config.replace(
-            input_vocab_size=int(tokenizers.source.get_vocab_size()),
-            target_vocab_size=int(tokenizers.target.get_vocab_size()),
-        )
-    run.write_config({**(run.read_config() if run.exists() else {}), "data": data})
-    batching = {"max_length": train_config.max_tokens, "token_budget": train_config.token_budget}
-    val_ds = make_batches(val_pairs, tokenizers, shuffle=False, **batching)
-    if use_fit:
-        from tf_transformer.fit import fit
-
-        train_ds = make_batches(
-            train_pairs,
-            tokenizers,
-            seed=train_config.seed,
-            shuffle_buffer=train_config.shuffle_buffer,
-            **batching,
-        )
-        return fit(run, model_config, train_config, train_ds, val_ds, verbose=int(progress))
-    from tf_transformer.train import epoch_batches, train
-
-    train_ds = epoch_batches(train_pairs, tokenizers, train_config)
-    return train(run, model_config, train_config, train_ds, val_ds, progress=progress)
+        stored = RunDir(args.run_dir).read_config().get("data") or {}
+        return DataConfig.from_dict({**stored, **given})
+    return DataConfig(**given)
 
 
 def run(args: argparse.Namespace) -> int:
-    from tf_transformer.run_dir import RunDir
+    from tf_transformer import training
 
-    run_dir = Path(args.run_dir or f"runs/{args.preset}")
-    clear = prepare_run_dir(run_dir, resume=args.resume, overwrite=args.overwrite)
+    args.run_dir = args.run_dir or f"runs/{args.preset}"
+    run_dir = Path(args.run_dir)
+    check_run_dir(run_dir, resume=args.resume, overwrite=args.overwrite)
     model_config, train_config = configs_from_args(args)
-    data = {"dataset": args.dataset, "tarball": args.tarball, "data_dir": args.data_dir}
+    changes = None
     if args.resume:
-        stored = RunDir(run_dir).read_config()
-        train_config = TrainConfig.from_dict(stored["train"]).replace(
-            **_overrides(args, RESUME_FLAGS)
-        )
-        train_config = step_limited(train_config, args)
-        # The run's own data; --tarball/--data-dir may say where it is now.
-        recorded = stored.get("data", {})
-        data["dataset"] = recorded.get("dataset") or args.dataset
-        for key in ("tarball", "data_dir"):
-            data[key] = data[key] or recorded.get(key)
-    result = train_run(
+        changes = _overrides(args, RESUME_FLAGS)
+        if args.max_steps is not None and args.epochs is None:
+            changes["epochs"] = None
+    result = training.run(
         run_dir,
-        model_config=model_config,
-        train_config=train_config,
-        use_fit=args.fit,
+        data_from_args(args),
+        model_config,
+        None if args.resume else train_config,  # a resumed run keeps its own
+        fit=args.fit,
+        overwrite=args.overwrite,
+        train_changes=changes,
         progress=not args.quiet,
-        clear_run_dir=clear,
-        **data,
     )
-    if args.fit:
-        model, history = result
-        steps = int(model.optimizer.iterations.numpy())
-        print(f"fit done: step {steps} ({len(history.epoch)} epochs): {run_dir}")
-    elif result.stopped_by in ("SIGINT", "SIGTERM"):
+    if result.stopped_by in ("SIGINT", "SIGTERM"):
         print(
             f"stopped by {result.stopped_by} at step {result.step}; checkpoint "
             f"{result.checkpoint}. Continue with --resume --run-dir {run_dir}."
         )
     else:
-        print(f"trained to step {result.step} (epoch {result.epoch}): {result.checkpoint}")
+        how = "fit" if args.fit else "trained"
+        print(f"{how} to step {result.step} (epoch {result.epoch}): {result.checkpoint}")
     return 0

@@ -97,7 +97,7 @@ def read_sentences(args: argparse.Namespace) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tf_transformer.load import saved_model_version
+    from tf_transformer.inference.load import saved_model_version
 
     if args.server:
         return translate_with_server(args)
@@ -133,7 +133,7 @@ def _run_dir_functions(args: argparse.Namespace, root: Path):
 
     run_dir = RunDir(root)
     run_dir.read_config()  # a clear error before TensorFlow loads anything
-    from tf_transformer.translator import Translator
+    from tf_transformer.inference.translator import Translator
 
     translator = Translator(
         run_dir.load_tokenizers(),
@@ -156,7 +156,7 @@ def _saved_model_functions(args: argparse.Namespace, root: Path):
     (`--beam-size 1`: its `greedy` signature), attention from its `attention` signature."""
     import tensorflow as tf
 
-    from tf_transformer.load import load_translate_fn, saved_model_version
+    from tf_transformer.inference.load import load_translate_fn, saved_model_version
 
     translate, _ = load_translate_fn(root, beam_size=args.beam_size)
 
@@ -174,8 +174,8 @@ def _saved_model_functions(args: argparse.Namespace, root: Path):
 
 
 def translate_with_server(args: argparse.Namespace) -> int:
-    """`--server URL`: the sentences go to TF Serving's `:predict` (see `tf_transformer.serving`)."""
-    from tf_transformer.serving import ServingClient, ServingError
+    """`--server URL`: the sentences go to TF Serving's `:predict` (`inference.serving`)."""
+    from tf_transformer.inference.serving import ServingClient, ServingError
 
     if args.run_dir is not None:  # no run directory with --server: it is the first sentence
         args.sentences = [args.run_dir, *args.sentences]

@@ -1,4 +1,4 @@
-"""One entry point for parallel pt→en data: ``load_dataset(spec, split)``."""
+"""One entry point for parallel data of any language pair: ``load_dataset(spec, split)``."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ _SPLIT_ALIASES = {
 VALID_SPECS_HELP = (
     "valid data specs: 'ted_hrlr' (alias of 'ted_hrlr_translate/pt_to_en', through TFDS, "
     "or tarball=PATH|URL), 'sample' (the embedded corpus), a directory of aligned text files "
-    "(train.pt/train.en, dev|val|validation.*, test.*, or <split>.tsv), or a .tsv file "
-    "(pt<TAB>en per line)"
+    "(train.<source_lang>/train.<target_lang>, dev|val|validation.*, test.*, or <split>.tsv), "
+    "or a .tsv file (source<TAB>target per line)"
 )
 
 
@@ -60,8 +60,14 @@ def load_dataset(
     download: bool = True,
     tarball: str | Path | None = None,
     sha256: str | None = TED_SHA256,
+    source_lang: str = "pt",
+    target_lang: str = "en",
 ) -> tf.data.Dataset:
-    """Loads one split of a Portuguese→English corpus as ``(pt, en)`` string pairs.
+    """Loads one split of a parallel corpus as ``(source, target)`` string pairs.
+
+    Text files are read as ``<split>.<source_lang>`` and ``<split>.<target_lang>``; a TSV file
+    holds ``source<TAB>target``. The built-in corpora (``sample``, TED) are Portuguese–English
+    and serve either direction: ``source_lang="en", target_lang="pt"`` swaps each pair.
 
     Args:
         spec: ``"ted_hrlr"`` / ``"ted_hrlr_translate/pt_to_en"`` (TFDS, or `tarball`),
@@ -73,16 +79,17 @@ def load_dataset(
         tarball: a local copy (or a mirror URL) of ``qi18naacl-dataset.tar.gz``; the TED data is
             then read from it directly, without TFDS.
         sha256: the digest the tarball must have (default: the one TFDS records); None skips it.
+        source_lang, target_lang: the language pair (codes as in the file names).
 
     Returns:
-        A ``tf.data.Dataset`` of scalar ``tf.string`` ``(pt, en)`` pairs.
+        A ``tf.data.Dataset`` of scalar ``tf.string`` ``(source, target)`` pairs.
 
     Raises:
         DatasetUnavailableError: TFDS cannot download/prepare the TED data (the URL is dead),
             or the tarball's checksum does not match.
         DataFormatError: a local corpus is malformed, or the split's files are missing.
-        ValueError: unknown spec or split (the message lists the valid forms), or a tarball
-            for another spec than TED.
+        ValueError: unknown spec or split (the message lists the valid forms), a tarball for
+            another spec than TED, or a language pair a built-in corpus does not have.
         FileNotFoundError: the tarball does not exist.
 
     Example:
@@ -93,6 +100,24 @@ def load_dataset(
     spec_text = str(spec)
     if tarball is not None and spec_text not in TED_SPECS:
         raise ValueError(f"a tarball is for the TED data (ted_hrlr) only, not {spec_text!r}")
+    if spec_text in ("sample", *TED_SPECS):
+        pairs = _builtin_pairs(spec_text, name, data_dir, download, tarball, sha256)
+        return _in_direction(pairs, spec_text, source_lang, target_lang)
+    path = Path(spec_text).expanduser()
+    if path.is_dir():
+        return pairs_to_dataset(read_text_dir(path, name, source_lang, target_lang))
+    if path.is_file():
+        if path.suffix.lower() != ".tsv":
+            raise DataFormatError(f"{path}: a single-file corpus must be a .tsv file")
+        return pairs_to_dataset(read_tsv(path))
+    raise ValueError(
+        f"unknown data spec {spec_text!r}: not a known name nor an existing path; "
+        f"{VALID_SPECS_HELP}"
+    )
+
+
+def _builtin_pairs(spec_text, name, data_dir, download, tarball, sha256) -> tf.data.Dataset:
+    """A split of a built-in Portuguese->English corpus, as ``(pt, en)`` pairs."""
     if spec_text in TED_SPECS:
         if tarball is None:
             from tf_transformer.data.tfds_source import load_tfds
@@ -102,18 +127,18 @@ def load_dataset(
         if tarball_text.startswith(("http://", "https://")):
             tarball = fetch_tarball(tarball_text, cache_dir=data_dir)
         return pairs_to_dataset(read_ted_tarball(tarball, name, sha256=sha256))
-    if spec_text == "sample":
-        from tf_transformer.data.sample import sample_pairs
+    from tf_transformer.data.sample import sample_pairs
 
-        return pairs_to_dataset(sample_pairs(name))
-    path = Path(spec_text).expanduser()
-    if path.is_dir():
-        return pairs_to_dataset(read_text_dir(path, name))
-    if path.is_file():
-        if path.suffix.lower() != ".tsv":
-            raise DataFormatError(f"{path}: a single-file corpus must be a .tsv file")
-        return pairs_to_dataset(read_tsv(path))
+    return pairs_to_dataset(sample_pairs(name))
+
+
+def _in_direction(pairs: tf.data.Dataset, spec: str, source_lang: str, target_lang: str):
+    """``(pt, en)`` pairs as ``(source, target)``: unchanged for pt->en, swapped for en->pt."""
+    if (source_lang, target_lang) == ("pt", "en"):
+        return pairs
+    if (source_lang, target_lang) == ("en", "pt"):
+        return pairs.map(lambda pt, en: (en, pt))
     raise ValueError(
-        f"unknown data spec {spec_text!r}: not a known name nor an existing path; "
-        f"{VALID_SPECS_HELP}"
+        f"{spec!r} is a Portuguese-English corpus; it has no {source_lang}->{target_lang} "
+        "direction (use pt->en or en->pt, or a directory of text files for other languages)"
     )

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import tensorflow as tf
 
-from tf_transformer.checkpoints import TrainState, make_checkpoint_manager
 from tf_transformer.config import ModelConfig, TrainConfig
-from tf_transformer.distribute import build_model, get_strategy
-from tf_transformer.losses import MaskedAccuracy, MaskedSparseCrossEntropy
 from tf_transformer.run_dir import RunDir
-from tf_transformer.schedule import make_optimizer
-from tf_transformer.train import write_run_config
+from tf_transformer.training.checkpoints import TrainState, make_checkpoint_manager
+from tf_transformer.training.distribute import get_strategy
+from tf_transformer.training.loop import write_run_config
+from tf_transformer.training.losses import MaskedAccuracy, MaskedSparseCrossEntropy
+from tf_transformer.training.mixed_precision import build_model
+from tf_transformer.training.schedule import make_optimizer
 
 
 def compile_model(model: tf.keras.Model, train_config: TrainConfig) -> tf.keras.Model:
@@ -28,6 +30,9 @@ def compile_model(model: tf.keras.Model, train_config: TrainConfig) -> tf.keras.
     return model
 
 
+_UNBOUNDED_EPOCHS = 1_000_000
+
+
 class StopAtStep(tf.keras.callbacks.Callback):
     """Stops `model.fit` once the optimizer has taken `max_steps` steps."""
 
@@ -37,6 +42,18 @@ class StopAtStep(tf.keras.callbacks.Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         if int(self.model.optimizer.iterations.numpy()) >= self.max_steps:
+            self.model.stop_training = True
+
+
+class StopAtTime(tf.keras.callbacks.Callback):
+    """Stops `model.fit` after the batch that crosses a wall-clock budget of `max_minutes`."""
+
+    def __init__(self, max_minutes: float):
+        super().__init__()
+        self.deadline = time.monotonic() + 60.0 * float(max_minutes)
+
+    def on_train_batch_end(self, batch, logs=None):
+        if time.monotonic() >= self.deadline:
             self.model.stop_training = True
 
 
@@ -56,6 +73,7 @@ def make_callbacks(
     validation: bool = False,
     early_stopping_patience: int | None = None,
     max_steps: int | None = None,
+    max_minutes: float | None = None,
 ) -> list[tf.keras.callbacks.Callback]:
     """The usual `model.fit` callbacks for a run directory.
 
@@ -64,7 +82,7 @@ def make_callbacks(
       `fit/model.keras`, the best by `val_loss` when there is validation data;
     - `BackupAndRestore` in `fit/backup`, so an interrupted `fit` resumes at its epoch;
     - `EarlyStopping` on `val_loss` when `early_stopping_patience` is given (needs validation);
-    - `StopAtStep` when `max_steps` is given.
+    - `StopAtStep` when `max_steps` is given, `StopAtTime` when `max_minutes` is.
     """
     paths = fit_paths(run_dir)
     paths["model"].parent.mkdir(parents=True, exist_ok=True)
@@ -87,6 +105,8 @@ def make_callbacks(
         )
     if max_steps is not None:
         callbacks.append(StopAtStep(max_steps))
+    if max_minutes is not None:
+        callbacks.append(StopAtTime(max_minutes))
     return callbacks
 
 
@@ -97,6 +117,7 @@ def fit(
     train_ds,
     val_ds: tf.data.Dataset | None = None,
     *,
+    data: dict | None = None,
     strategy: tf.distribute.Strategy | None = None,
     early_stopping_patience: int | None = None,
     verbose: int | str = "auto",
@@ -113,6 +134,7 @@ def fit(
       train_ds: batches `((src, tgt_in), tgt_out)` (or `epoch -> batches`; epoch 0's is used,
         so give it a reshuffling dataset).
       val_ds: validation batches.
+      data: what the run trains on (`DataConfig.to_dict()`), recorded in config.json.
       strategy: overrides `train_config.strategy`.
       early_stopping_patience: epochs without `val_loss` improvement before stopping.
       verbose: `model.fit`'s verbosity.
@@ -121,7 +143,7 @@ def fit(
       `(model, history)`.
     """
     run = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
-    write_run_config(run, model_config, train_config)
+    write_run_config(run, model_config, train_config, data)
     tf.keras.utils.set_random_seed(train_config.seed)
     strategy = strategy or get_strategy(train_config.strategy)
     with strategy.scope():
@@ -132,11 +154,13 @@ def fit(
         validation=val_ds is not None,
         early_stopping_patience=early_stopping_patience,
         max_steps=train_config.max_steps,
+        max_minutes=train_config.max_minutes,
     )
     history = model.fit(
         dataset,
         validation_data=val_ds,
-        epochs=train_config.epochs,
+        # epochs=None: the step or time limit ends `fit` (a callback sets stop_training).
+        epochs=train_config.epochs or _UNBOUNDED_EPOCHS,
         callbacks=callbacks,
         verbose=verbose,
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from tf_transformer.losses import masked_correct_sum, masked_loss_sum
+from tf_transformer.training.losses import masked_correct_sum, masked_loss_sum
 
 IDS_SPEC = tf.TensorSpec(shape=(None, None), dtype=tf.int64)
 # ((src, tgt_in), tgt_out), as made by `tf_transformer.data.pipeline.make_batches`.
@@ -29,7 +29,7 @@ class TrainStep:
 
     Args:
       model: a built `Transformer`, created under `strategy.scope()`.
-      optimizer: from `tf_transformer.schedule.make_optimizer`, built on the model's variables.
+      optimizer: from `tf_transformer.training.schedule.make_optimizer`, built on the model's variables.
       label_smoothing: ε of the loss.
       strategy: the strategy (default: the current one).
 

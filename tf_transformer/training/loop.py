@@ -11,22 +11,24 @@ from pathlib import Path
 import tensorflow as tf
 from tqdm.auto import tqdm
 
-from tf_transformer.checkpoints import (
+from tf_transformer.config import ModelConfig, TrainConfig
+from tf_transformer.errors import TransformerError
+from tf_transformer.run_dir import RunDir
+from tf_transformer.training.checkpoints import (
     StopSignal,
     TrainState,
     average_checkpoints,
     make_checkpoint_manager,
 )
-from tf_transformer.config import ModelConfig, TrainConfig
-from tf_transformer.distribute import build_model, get_strategy
-from tf_transformer.errors import TransformerError
-from tf_transformer.run_dir import RunDir
-from tf_transformer.schedule import make_optimizer
-from tf_transformer.summaries import write_scalar
-from tf_transformer.train_step import TrainStep
+from tf_transformer.training.distribute import get_strategy
+from tf_transformer.training.mixed_precision import build_model
+from tf_transformer.training.schedule import make_optimizer
+from tf_transformer.training.summaries import write_scalar
+from tf_transformer.training.train_step import TrainStep
 
 # A dataset of batches, or a function of the epoch returning that epoch's batches (the
-# deterministic way to reshuffle: a resumed run rebuilds epoch k's order exactly).
+# deterministic way to reshuffle: a resumed run rebuilds epoch k's order exactly; see
+# `tf_transformer.training.runner.epoch_batches`).
 Batches = tf.data.Dataset | Callable[[int], tf.data.Dataset]
 
 
@@ -58,37 +60,21 @@ class TrainResult:
     history: list[dict] = dataclasses.field(default_factory=list)
 
 
-def epoch_batches(pairs_ds: tf.data.Dataset, tokenizers, train_config: TrainConfig) -> Callable:
-    """A function `epoch -> batches` shuffled with the seed `train_config.seed + epoch`.
-
-    Args:
-      pairs_ds: `(pt, en)` string pairs, e.g. `load_dataset("sample", "train")`.
-      tokenizers: a `Tokenizers` with `.pt` and `.en`.
-      train_config: supplies max_tokens, token_budget, shuffle_buffer and seed.
-    """
-    from tf_transformer.data.pipeline import make_batches
-
-    def batches(epoch: int) -> tf.data.Dataset:
-        return make_batches(
-            pairs_ds,
-            tokenizers,
-            max_length=train_config.max_tokens,
-            token_budget=train_config.token_budget,
-            shuffle_buffer=train_config.shuffle_buffer,
-            seed=train_config.seed + epoch,
-            cache=False,  # a fresh pipeline per epoch: its first pass is its only pass
-        )
-
-    return batches
-
-
 def _as_int64(inputs, tgt_out):
     src, tgt_in = inputs
     return (tf.cast(src, tf.int64), tf.cast(tgt_in, tf.int64)), tf.cast(tgt_out, tf.int64)
 
 
-def write_run_config(run: RunDir, model_config: ModelConfig, train_config: TrainConfig) -> None:
-    """Records the configs in config.json; refuses a run trained with another model."""
+def write_run_config(
+    run: RunDir,
+    model_config: ModelConfig,
+    train_config: TrainConfig,
+    data: dict | None = None,
+) -> None:
+    """Records the configs (and the data, when given) in config.json, in one write.
+
+    Refuses a run directory that holds checkpoints of another model configuration.
+    """
     config = run.read_config() if run.exists() else {}
     previous = config.get("model")
     changed = previous is not None and ModelConfig.from_dict(previous) != model_config
@@ -98,6 +84,8 @@ def write_run_config(run: RunDir, model_config: ModelConfig, train_config: Train
             "--run-dir or --overwrite."
         )
     config.update(model=model_config.to_dict(), train=train_config.to_dict())
+    if data is not None:
+        config["data"] = data
     config.setdefault("data", {})
     run.write_config(config)
 
@@ -109,6 +97,7 @@ def train(
     train_ds: Batches,
     val_ds: tf.data.Dataset | None = None,
     *,
+    data: dict | None = None,
     strategy: tf.distribute.Strategy | None = None,
     progress: bool = True,
     on_step: Callable[[int, dict], None] | None = None,
@@ -133,6 +122,7 @@ def train(
       train_config: optimizer, schedule and loop settings.
       train_ds: batches `((src, tgt_in), tgt_out)`, or `epoch -> batches`.
       val_ds: validation batches, evaluated at each epoch end.
+      data: what the run trains on (`DataConfig.to_dict()`), recorded in config.json.
       strategy: overrides `train_config.strategy`.
       progress: show tqdm progress bars.
       on_step: called after every step with `(step, {"loss", "accuracy", "tokens"})`.
@@ -146,7 +136,7 @@ def train(
     """
     started = time.monotonic()
     run = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
-    write_run_config(run, model_config, train_config)
+    write_run_config(run, model_config, train_config, data)
     tf.keras.utils.set_random_seed(train_config.seed)
     strategy = strategy or get_strategy(train_config.strategy)
     with strategy.scope():
@@ -206,13 +196,17 @@ class _Loop:
         max_steps = self.config.max_steps
         return max_steps is not None and self.step >= max_steps
 
+    def all_epochs_done(self) -> bool:
+        epochs = self.config.epochs
+        return epochs is not None and int(self.state.epoch.numpy()) >= epochs
+
     def out_of_time(self) -> bool:
         return self.deadline is not None and time.monotonic() >= self.deadline
 
     def run(self, train_ds: Batches, val_ds, stop: StopSignal) -> TrainResult:
         history = []
         stopped_by = "max_steps" if self.done() else None
-        while stopped_by is None and int(self.state.epoch.numpy()) < self.config.epochs:
+        while stopped_by is None and not self.all_epochs_done():
             stopped_by = self.run_epoch(train_ds, stop)
             if stopped_by is None:
                 history.append(self.end_epoch(val_ds))
@@ -232,7 +226,7 @@ class _Loop:
         dataset = train_ds(epoch) if callable(train_ds) else train_ds
         dataset = dataset.map(_as_int64).skip(position)
         bar = tqdm(
-            desc=f"epoch {epoch + 1}/{self.config.epochs}",
+            desc=f"epoch {epoch + 1}" + (f"/{self.config.epochs}" if self.config.epochs else ""),
             initial=position,
             unit="batch",
             disable=not self.progress,

@@ -1,4 +1,4 @@
-"""A REST client for a TF Serving model exported by `tf_transformer.export`, and its JSON format.
+"""A REST client for a TF Serving model exported by `tf_transformer.inference.export`, and its JSON format.
 
 The JSON of TF Serving's `:predict` endpoint lives here, in one place, for the client and for
 the test server (``tests/predict_server.py``)::

@@ -1,0 +1,182 @@
+"""`run`: the one entry point that owns a training run, from data to the last checkpoint.
+
+The CLI (`tf-transformer train`), `make demo`, the notebooks and `bench/quality.py` all train
+through it. It loads the data, builds the tokenizers (or reloads a run's), builds the batches
+once, and hands them to the custom loop or to `model.fit`, which record config.json and resume
+from the run's checkpoints.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import tensorflow as tf
+
+from tf_transformer.config import DataConfig, ModelConfig, TrainConfig
+from tf_transformer.data.pipeline import make_batches
+from tf_transformer.run_dir import RunDir
+from tf_transformer.training.loop import TrainResult, train
+
+
+def epoch_batches(pairs: tf.data.Dataset, tokenizers, train_config: TrainConfig) -> Callable:
+    """The training batches: a function `epoch -> batches`, shuffled with `seed + epoch`.
+
+    The custom loop asks for each epoch's batches (a resumed run rebuilds epoch k's order
+    exactly); `model.fit` takes epoch 0's, which reshuffles on every pass.
+
+    Args:
+      pairs: `(source, target)` string pairs.
+      tokenizers: a `Tokenizers` with `.source` and `.target`.
+      train_config: supplies max_tokens, token_budget, shuffle_buffer and seed.
+    """
+
+    def batches(epoch: int) -> tf.data.Dataset:
+        return make_batches(
+            pairs,
+            tokenizers,
+            max_length=train_config.max_tokens,
+            token_budget=train_config.token_budget,
+            shuffle_buffer=train_config.shuffle_buffer,
+            seed=train_config.seed + epoch,
+            cache=False,  # a fresh pipeline per epoch: its first pass is its only pass
+        )
+
+    return batches
+
+
+def validation_batches(pairs: tf.data.Dataset, tokenizers, train_config: TrainConfig):
+    """The validation batches: the training batches' sizes, in a fixed order."""
+    return make_batches(
+        pairs,
+        tokenizers,
+        max_length=train_config.max_tokens,
+        token_budget=train_config.token_budget,
+        shuffle=False,
+    )
+
+
+def prepare_tokenizers(run: RunDir, pairs, data: DataConfig, train_config: TrainConfig):
+    """The run's tokenizers: reloaded when the run has them, else learnt from `pairs` and saved."""
+    from tf_transformer.text.tokenizers import build_tokenizers
+
+    if run.tokenizers_path.is_dir():
+        return run.load_tokenizers()
+    tokenizers = build_tokenizers(
+        pairs,
+        vocab_size=train_config.vocab_size,
+        source_lang=data.source_lang,
+        target_lang=data.target_lang,
+    )
+    tokenizers.save(str(run.tokenizers_path))
+    return tokenizers
+
+
+def run(
+    run_dir: str | Path,
+    data: DataConfig | None = None,
+    model_config: ModelConfig | None = None,
+    train_config: TrainConfig | None = None,
+    *,
+    fit: bool = False,
+    overwrite: bool = False,
+    train_changes: dict | None = None,
+    train_pairs: tf.data.Dataset | None = None,
+    validation_pairs: tf.data.Dataset | None = None,
+    strategy: tf.distribute.Strategy | None = None,
+    progress: bool = True,
+    on_step: Callable[[int, dict], None] | None = None,
+) -> TrainResult:
+    """Trains a Transformer in `run_dir`, or resumes the run that is there.
+
+    A new run learns WordPiece tokenizers from the training split, sets the model's vocabulary
+    sizes from them and trains. A run directory that already has a config.json is resumed (unless
+    `overwrite`): its tokenizers, model configuration and data are used (`model_config` is then
+    ignored; `data` may say where the same corpus lives now), and its training configuration
+    (unless `train_config` is given) with `train_changes` applied (e.g. a higher `max_steps`). The checkpoints then carry on
+    from the last one. The custom loop and `model.fit` share everything up to the loop itself.
+
+    Args:
+      run_dir: the run directory (see `tf_transformer.run_dir`).
+      data: which corpus and language pair (default: the run's, else `DataConfig()`).
+      model_config: the model of a new run (vocabulary sizes are filled in).
+      train_config: optimizer, batching and loop settings (default: the run's, else the
+        defaults).
+      fit: train with `model.fit` instead of the custom loop.
+      overwrite: delete what `run_dir` holds and start over; done only once the data has
+        loaded, so a corpus that fails to load leaves the old run as it was.
+      train_changes: `TrainConfig` fields to change (e.g. the limits of a resumed run).
+      train_pairs, validation_pairs: `(source, target)` string pairs to use instead of loading
+        `data`'s splits (e.g. a subset, or several corpora joined); `data` still names the
+        languages and is recorded.
+      strategy: a `tf.distribute` strategy (default: `train_config.strategy`).
+      progress: progress bars.
+      on_step: custom loop only: called after every step with `(step, metrics)`.
+
+    Returns:
+      A `TrainResult` (for `fit` too: `history` holds its per-epoch logs).
+
+    Raises:
+      ValueError: the run holds checkpoints of another model configuration, or bad settings.
+      tf_transformer data errors: the corpus cannot be read (one clear message).
+    """
+    run = RunDir(run_dir)
+    stored = run.read_config() if run.exists() and not overwrite else {}
+    if data is None:
+        data = DataConfig.from_dict(stored["data"]) if stored.get("data") else DataConfig()
+    if stored and train_config is None:
+        train_config = run.train_config()
+    train_config = (train_config or TrainConfig()).replace(**(train_changes or {}))
+    if train_pairs is None:
+        train_pairs = data.load("train")
+    if validation_pairs is None:
+        validation_pairs = data.load("validation")
+    if overwrite and run.root.exists():
+        shutil.rmtree(run.root)
+    tokenizers = prepare_tokenizers(run, train_pairs, data, train_config)
+    if stored.get("model"):
+        model_config = ModelConfig.from_dict(stored["model"])
+    else:
+        model_config = (model_config or ModelConfig()).replace(
+            input_vocab_size=int(tokenizers.source.get_vocab_size()),
+            target_vocab_size=int(tokenizers.target.get_vocab_size()),
+        )
+    common = {
+        "data": data.recorded().to_dict(),
+        "strategy": strategy,
+    }
+    batches = epoch_batches(train_pairs, tokenizers, train_config)
+    val_batches = validation_batches(validation_pairs, tokenizers, train_config)
+    if not fit:
+        return train(
+            run,
+            model_config,
+            train_config,
+            batches,
+            val_batches,
+            progress=progress,
+            on_step=on_step,
+            **common,
+        )
+    from tf_transformer.training.fit import fit as fit_model
+
+    model, history = fit_model(
+        run, model_config, train_config, batches, val_batches, verbose=int(progress), **common
+    )
+    step = int(model.optimizer.iterations.numpy())
+    max_steps = train_config.max_steps
+    return TrainResult(
+        model=model,
+        step=step,
+        epoch=len(history.epoch),
+        stopped_by="max_steps" if max_steps is not None and step >= max_steps else None,
+        checkpoint=run.latest_checkpoint(),
+        history=[
+            {
+                "epoch": epoch + 1,
+                **{name: values[epoch] for name, values in history.history.items()},
+            }
+            for epoch in range(len(history.epoch))
+        ],
+    )
