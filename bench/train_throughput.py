@@ -41,8 +41,8 @@ import tensorflow as tf
 from tf_transformer.config import ModelConfig, TrainConfig, get_preset
 from tf_transformer.data.pipeline import make_batches, padded_batches
 from tf_transformer.model import Transformer
-from tf_transformer.training.schedule import make_optimizer
 from tf_transformer.text.tokenizers import build_tokenizers
+from tf_transformer.training.schedule import make_optimizer
 from tf_transformer.training.train_step import TrainStep
 
 DATA = REPO.parent / "shared" / "data" / "ted_hrlr_validation"

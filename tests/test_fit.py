@@ -5,10 +5,10 @@ import pytest
 import tensorflow as tf
 
 from tests.test_train import MODEL, TRAIN, copy_task
-from tf_transformer.training.mixed_precision import build_model
+from tf_transformer.run_dir import RunDir
 from tf_transformer.training.fit import compile_model, fit, fit_paths
 from tf_transformer.training.losses import MaskedSparseCrossEntropy
-from tf_transformer.run_dir import RunDir
+from tf_transformer.training.mixed_precision import build_model
 from tf_transformer.training.schedule import WarmupSchedule, make_optimizer
 from tf_transformer.training.train_step import TrainStep
 
