@@ -1,0 +1,140 @@
+"""The exported SavedModel returns the same cased, detokenized text as the Python Translator,
+in a process that imports only tensorflow and tensorflow_text."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tf_transformer.config import get_preset
+from tf_transformer.data.sample import sample_pairs
+from tf_transformer.inference.export import ExportModule
+from tf_transformer.inference.graph_ops import LONG_STANDING_TEXT_OPS, classify_ops, graph_ops
+from tf_transformer.model import Transformer
+from tf_transformer.text.detokenize import attach_punctuation
+from tf_transformer.text.tokenizers import UNK_ID, build_tokenizers
+
+pytestmark = pytest.mark.slow
+
+MAX_LENGTH = 8
+SENTENCES = [
+    "O gato está na mesa.",
+    "Ela comprou um carro novo?",
+    "AS CRIANÇAS não estavam no parque.",  # capitals the vocabulary never saw: [UNK]
+    "nós vamos à praia amanhã",
+    "Eu não gosto do carro do menino.",
+]
+WRITTEN = "The boy's car is new? I don't see the cat."
+
+LOAD_SCRIPT = """
+import json, sys
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
+loaded = tf.saved_model.load(sys.argv[1])
+sentences = tf.constant(json.loads(sys.argv[2]))
+best = loaded.signatures["serving_default"](sentences=sentences)
+greedy = loaded.signatures["greedy"](sentences=sentences)
+ids = tf.ragged.constant(json.loads(sys.argv[3]), tf.int64).to_tensor()
+print(json.dumps({
+    "translations": [t.decode("utf-8") for t in best["translations"].numpy()],
+    "tokens": best["tokens"].numpy().tolist(),
+    "greedy": [t.decode("utf-8") for t in greedy["translations"].numpy()],
+    "source_ids": loaded.tokenizers.source.tokenize(sentences).to_list(),
+    "detokenized": [t.decode("utf-8") for t in loaded.tokenizers.target.detokenize(ids).numpy()],
+    "package_modules": sorted(m for m in sys.modules if m.split(".")[0] == "tf_transformer"),
+}))
+"""
+
+
+def _written(sentence: str) -> str:
+    """A sample sentence as people write it: "o carro do menino é novo ." -> "O carro … novo."."""
+    spaced = " ".join(re.sub(r"([^\w\s])", r" \1 ", sentence).split())  # "'s" -> "' s"
+    sentence = attach_punctuation(tf.constant(spaced)).numpy().decode("utf-8")
+    sentence = re.sub(r"\bi\b", "I", sentence)
+    return sentence[:1].upper() + sentence[1:]
+
+
+@pytest.fixture(scope="module")
+def export(tmp_path_factory):
+    """`(version_dir, module)`: cased tokenizers and an untrained tiny model, exported."""
+    root = tmp_path_factory.mktemp("cased_export")
+    pairs = [(_written(pt), _written(en)) for pt, en in sample_pairs("train", size=600)]
+    ds = tf.data.Dataset.from_tensor_slices(([p for p, _ in pairs], [e for _, e in pairs]))
+    tokenizers = build_tokenizers(
+        ds, vocab_size=400, vocab_dir=root / "vocab", learn_params={"num_iterations": 1}
+    )
+    config = get_preset("tiny").replace(
+        input_vocab_size=int(tokenizers.source.get_vocab_size()),
+        target_vocab_size=int(tokenizers.target.get_vocab_size()),
+    )
+    tf.keras.utils.set_random_seed(0)
+    model = Transformer.from_config(config)
+    model.build()
+    module = ExportModule(tokenizers, model, beam_size=3, max_length=MAX_LENGTH)
+    return module.export(root / "saved_models" / "cased"), module
+
+
+def test_saved_model_matches_translator_without_project_code(export):
+    path, module = export
+    translator, tokenizers = module.translator, module.tokenizers
+    written_ids = tokenizers.target.tokenize(tf.constant([WRITTEN]))
+    assert UNK_ID not in written_ids.flat_values.numpy()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            LOAD_SCRIPT,
+            str(path),
+            json.dumps(SENTENCES),
+            json.dumps(written_ids.to_list()),
+        ],
+        capture_output=True,
+        check=False,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=path.parent,  # so the project package cannot be imported by accident
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["package_modules"] == []
+
+    # The same text (cased, detokenized in the graph) and the same ids as the Translator.
+    expected = translator.translate(SENTENCES)
+    texts = [t.decode("utf-8") for t in expected["text"].numpy()]
+    assert out["translations"] == texts
+    assert out["tokens"] == expected["ids"].numpy().tolist()
+    assert len(set(texts)) > 1  # untrained, but not constant: the comparison can fail
+    greedy = translator.translate_batch(SENTENCES, beam_size=1)
+    assert out["greedy"] == greedy
+
+    # Case reaches the graph's tokenizer: "O gato" is not "o gato"; unseen capitals are [UNK].
+    source_ids = tokenizers.source.tokenize(tf.constant(SENTENCES)).to_list()
+    assert out["source_ids"] == source_ids
+    lower = tokenizers.source.tokenize(tf.constant([SENTENCES[0].lower()])).to_list()[0]
+    assert source_ids[0] != lower and source_ids[0][2:] == lower[2:]
+    assert UNK_ID in source_ids[2] and UNK_ID not in source_ids[0] + source_ids[1]
+    # And the graph's detokenizer writes cased text with punctuation and clitics attached.
+    assert out["detokenized"] == [WRITTEN]
+
+
+def test_cased_export_uses_only_allowed_ops(export):
+    path, _ = export
+    classes = classify_ops(graph_ops(path))
+    assert classes["other"] == []
+    assert set(classes["text"]) <= LONG_STANDING_TEXT_OPS
+    assert "StaticRegexReplace" in classes["core"]  # the detokenizer's rules
+
+
+def test_in_process_signature_equals_translator_on_scores(export):
+    _, module = export
+    out = module(SENTENCES)
+    expected = module.translator.translate(SENTENCES)
+    np.testing.assert_allclose(out["scores"].numpy(), expected["scores"].numpy(), rtol=1e-5)
