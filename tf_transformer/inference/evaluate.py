@@ -5,10 +5,11 @@ The headline is sacreBLEU's default: **cased** BLEU with its `13a` tokenizer on 
 (`bleu_lc`, `case:lc`) and chrF are reported beside it.
 
 Some references are lower-cased and pre-tokenized: TED (`ted_hrlr_translate`) splits punctuation
-and the English clitics off (`do n't`, `it 's`, ``` quotes ''`), and so does the embedded sample
-corpus. `13a` does not split apostrophes, and a cased hypothesis never matches a lower-cased
-reference, so for such references (detected by `looks_ted_style`) the hypotheses are put into
-the same style with `ted_style` before scoring: "Don't go." → "do n't go .".
+and the English clitics off (`do n't`, `it 's`; double quotes become two marks, `` and ''), and
+so does the embedded sample corpus. `13a` does not split apostrophes, and a cased hypothesis
+never matches a lower-cased reference, so for such references (detected by `looks_ted_style`)
+the hypotheses are put into the same style with `ted_style` before scoring: "Don't go." →
+"do n't go .".
 """
 
 from __future__ import annotations
@@ -43,8 +44,8 @@ def _split_periods(word: str) -> str:
 def ted_style(text: str) -> str:
     """Puts detokenized text in the style of the TED references: lower-cased, tokenized.
 
-    Punctuation is split off (but not from numbers, "u.s.", "mr." or "flor.com"), clitics are split
-    ("don't" → "do n't", "it's" → "it 's"), and double quotes become `` and '' in turn.
+    Punctuation is split off (but not from numbers, "u.s.", "mr." or "flor.com"), clitics are
+    split ("don't" → "do n't", "it's" → "it 's"), and double quotes become `` and '' in turn.
 
     Example:
         >>> ted_style('Don\'t go, he said: "It\'s late."')
