@@ -7,6 +7,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from tf_transformer.config import DecodeConfig
 from tf_transformer.inference.decoding import make_decode_fn
 from tf_transformer.text.special_tokens import END_ID, START_ID
 
@@ -40,17 +41,18 @@ def validate_utf8(sentences: Any) -> tf.Tensor:
 class Translator(tf.Module):
     """Translates a batch of source-language sentences with a `Transformer` and its tokenizers.
 
-    Sources are tokenized with `self.tokenizers.source` and truncated to `max_length` tokens (START
-    first, END kept last), so arbitrarily long input is safe; at most `max_length` tokens are
-    generated. Empty and whitespace-only sentences translate to `""`.
+    Sources are tokenized with `self.tokenizers.source` and truncated to `max_source_tokens`
+    tokens (START first, END kept last), so arbitrarily long input is safe; at most
+    `max_new_tokens` tokens are generated. Empty and whitespace-only sentences translate to `""`.
 
     Args:
       tokenizers: a `Tokenizers` module (or a loaded one) with `.source` and `.target`.
       model: a `tf_transformer.model.Transformer`.
-      max_length: most source tokens and most generated tokens; default
-        `min(128, model.max_length)`.
-      beam_size: default beams (1 = greedy decoding).
-      alpha: default GNMT length-penalty exponent for beam search.
+      config: the decoding settings (`DecodeConfig`: beam size, length penalty and both caps;
+        the caps default to `min(128, model.max_length)`).
+      max_length: shorthand setting both caps (source tokens kept, tokens generated).
+      beam_size: shorthand for `config.beam_size` (1 = greedy decoding).
+      alpha: shorthand for `config.length_penalty` (GNMT exponent of beam search).
       jit_compile: XLA-compile the decoding loop (recompiles per input shape).
 
     Example:
@@ -63,39 +65,38 @@ class Translator(tf.Module):
         self,
         tokenizers,
         model,
+        config: DecodeConfig | None = None,
         *,
         max_length: int | None = None,
-        beam_size: int = 4,
-        alpha: float = 0.6,
+        beam_size: int | None = None,
+        alpha: float | None = None,
         jit_compile: bool = False,
         name: str | None = None,
     ):
         super().__init__(name=name)
-        if max_length is None:
-            max_length = min(128, model.max_length)
-        if not 2 <= max_length <= model.max_length:
-            raise ValueError(
-                f"max_length must be between 2 and the model's max_length ({model.max_length}), "
-                f"got {max_length}."
-            )
-        if beam_size < 1:
-            raise ValueError(f"beam_size must be at least 1, got {beam_size}.")
+        changes = {"beam_size": beam_size, "length_penalty": alpha}
+        if max_length is not None:
+            changes.update(max_source_tokens=max_length, max_new_tokens=max_length)
+        changes = {key: value for key, value in changes.items() if value is not None}
+        config = (config or DecodeConfig()).replace(**changes).resolved(model.max_length)
+        self.config = config
         self.tokenizers = tokenizers
         self.model = model
-        self.max_length = max_length
-        self.beam_size = beam_size
-        self.alpha = alpha
+        self.max_source_tokens = config.max_source_tokens
+        self.max_new_tokens = config.max_new_tokens
+        self.beam_size = config.beam_size
+        self.alpha = config.length_penalty
         self.jit_compile = jit_compile
         self._functions: dict[tuple[int, float], Any] = {}
 
     def source_ids(self, sentences: tf.Tensor) -> tf.Tensor:
-        """`tf.string` `(batch,)` -> int64 `(batch, src_len)`, `src_len <= max_length`, PAD = 0.
+        """`tf.string` `(batch,)` -> int64 `(batch, src_len)`, `src_len <= max_source_tokens`.
 
         Invalid UTF-8 fails here, in the graph (InvalidArgumentError), before tokenization.
         """
         sentences = tf.strings.unicode_transcode(sentences, "UTF-8", "UTF-8", errors="strict")
         tokens = self.tokenizers.source.tokenize(sentences)  # ragged (batch, None), START ... END
-        body = tokens[:, 1:-1][:, : self.max_length - 2]
+        body = tokens[:, 1:-1][:, : self.max_source_tokens - 2]
         batch = tf.shape(sentences, out_type=tf.int64)[0]
         starts = tf.fill([batch, 1], tf.constant(START_ID, tf.int64))
         ends = tf.fill([batch, 1], tf.constant(END_ID, tf.int64))
@@ -114,7 +115,7 @@ class Translator(tf.Module):
         if key not in self._functions:
             decode = make_decode_fn(
                 self.model,
-                max_length=self.max_length,
+                max_length=self.max_new_tokens,
                 beam_size=beam_size,
                 alpha=alpha,
                 jit_compile=self.jit_compile,
