@@ -1,22 +1,24 @@
-"""Latency of the exported SavedModel (what TF Serving would run), on the CPU.
+"""Latency of the exported SavedModel (what TF Serving would run), graph export against XLA export.
 
-Exports a model (the tutorial preset with random weights and ~8000-token vocabularies, or a
-trained run directory with --run-dir), loads it with `tf.saved_model.load` and times its
-signatures: one ~20-token sentence and a batch of 32, greedy (`greedy`) and beam search
-(`serving_default`, beam 4). Random weights never emit END, so every decode runs exactly
---max-length steps: the default (24) stands for a ~20-token translation.
+Exports one model twice, as `tf-transformer export` does without and with `--jit-compile` (the
+tutorial preset with random weights and ~8000-token vocabularies, or a trained run directory with
+--run-dir), loads both with `tf.saved_model.load`, replays each export's TF Serving warm-up file
+(`assets.extra/tf_serving_warmup_requests`, as the server does at load: the XLA export compiles
+there) and times the signatures: one ~20-token sentence and a batch of 32, greedy (`greedy`) and
+beam search (`serving_default`, beam 4). Graph and XLA calls alternate (A B A B), so both see the
+same machine load. Random weights never emit END, so every decode runs exactly --max-length
+steps: the default (24) stands for a ~20-token translation.
 
     .venv/bin/python bench/serving_latency.py [--run-dir runs/NAME] [--repeats 30]
 
-The last line is machine-readable:
-    latency_ms: greedy1_p50=... greedy1_p95=... beam4_1_p50=... ... beam4_32_p95=...
+The last line is machine-readable (one sentence, p50):
+    latency: graph_greedy_p50_ms=... xla_greedy_p50_ms=... graph_beam4_p50_ms=... xla_beam4_p50_ms=...
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -49,9 +51,27 @@ def synthetic_tokenizers(vocab_size: int, directory: Path):
     return Tokenizers(*paths)
 
 
-def percentiles(times: list[float]) -> tuple[float, float]:
-    ms = np.array(times) * 1000.0
-    return float(np.percentile(ms, 50)), float(np.percentile(ms, 95))
+def replay_warmup(path: Path, loaded) -> tuple[int, float]:
+    """Runs every warm-up request of the version at `path`; returns (requests, seconds)."""
+    from tf_transformer.inference.warmup import read_warmup_requests
+
+    requests = read_warmup_requests(path)
+    start = time.perf_counter()
+    for request in requests:
+        inputs = {name: tf.constant(value) for name, value in request.inputs.items()}
+        loaded.signatures[request.signature_name](**inputs)
+    return len(requests), time.perf_counter() - start
+
+
+def timed(fn, sentences) -> tuple[float, np.ndarray]:
+    start = time.perf_counter()
+    out = fn(sentences=sentences)
+    tokens = out["tokens"].numpy()
+    return time.perf_counter() - start, tokens
+
+
+def percentile_ms(times: list[float], q: float) -> float:
+    return float(np.percentile(np.array(times) * 1000.0, q))
 
 
 def main() -> None:
@@ -61,8 +81,11 @@ def main() -> None:
     parser.add_argument("--vocab-size", type=int, default=8000)
     parser.add_argument("--max-length", type=int, default=24, help="Most generated tokens.")
     parser.add_argument("--beam-size", type=int, default=4)
-    parser.add_argument("--repeats", type=int, default=30, help="Timed calls per single case.")
-    parser.add_argument("--batch-repeats", type=int, default=8, help="Timed calls per batch.")
+    parser.add_argument(
+        "--repeats", type=int, default=30, help="Timed calls per one-sentence case."
+    )
+    parser.add_argument("--batch-repeats", type=int, default=5, help="Timed calls per batch case.")
+    parser.add_argument("--batch", type=int, default=32, help="The batch case's size (0: skip).")
     parser.add_argument("--threads", type=int, default=0, help="TF intra-op threads (0: auto).")
     args = parser.parse_args()
     if args.threads:
@@ -87,42 +110,64 @@ def main() -> None:
         model = Transformer.from_config(config)
         model.build()
         source = f"preset {args.preset}, random weights, vocab {args.vocab_size}"
-    start = time.perf_counter()
-    module = ExportModule(tokenizers, model, max_length=args.max_length, beam_size=args.beam_size)
-    path = module.export(work / "model")
-    export_s = time.perf_counter() - start
-    loaded = tf.saved_model.load(str(path))
     source_tokens = int(tokenizers.source.tokenize(tf.constant([SENTENCE])).row_lengths()[0])
-    print(f"model: {source}; export {export_s:.1f} s to {path}")
-    print(f"sentence: {source_tokens} source tokens; at most {args.max_length} generated")
+    print(f"model: {source}; sentence: {source_tokens} source tokens, {args.max_length} generated")
+
+    batch_sizes = tuple(sorted({1, args.batch} - {0}))
+    loaded = {}
+    for kind, jit in (("graph", False), ("xla", True)):
+        start = time.perf_counter()
+        module = ExportModule(
+            tokenizers,
+            model,
+            max_length=args.max_length,
+            beam_size=args.beam_size,
+            jit_compile=jit,
+            warmup_batch_sizes=batch_sizes,
+        )
+        path = module.export(work / kind)
+        export_s = time.perf_counter() - start
+        start = time.perf_counter()
+        loaded[kind] = tf.saved_model.load(str(path))
+        load_s = time.perf_counter() - start
+        requests, warmup_s = replay_warmup(path, loaded[kind])
+        print(
+            f"{kind:>5} export: {export_s:5.1f} s to {path}; load {load_s:4.1f} s; warm-up "
+            f"{requests} requests, {warmup_s:5.1f} s"
+        )
 
     figures = {}
-    cases = [
-        ("greedy1", "greedy", 1),
-        (f"beam{args.beam_size}_1", "serving_default", 1),
-        ("greedy32", "greedy", 32),
-        (f"beam{args.beam_size}_32", "serving_default", 32),
-    ]
+    cases = [("greedy", "greedy", 1), (f"beam{args.beam_size}", "serving_default", 1)]
+    if args.batch:
+        cases += [
+            (f"greedy_b{args.batch}", "greedy", args.batch),
+            (f"beam{args.beam_size}_b{args.batch}", "serving_default", args.batch),
+        ]
     for name, signature, batch in cases:
-        fn = loaded.signatures[signature]
         sentences = tf.constant([SENTENCE] * batch)
-        for _ in range(3):  # warm-up: first calls optimise the graph
-            out = fn(sentences=sentences)
-        repeats = args.repeats if batch == 1 else args.batch_repeats
-        times = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            out = fn(sentences=sentences)
-            out["translations"].numpy()
-            times.append(time.perf_counter() - start)
-        p50, p95 = percentiles(times)
-        figures[f"{name}_p50"], figures[f"{name}_p95"] = p50, p95
-        generated = int(out["tokens"].shape[1]) - 1
+        functions = {kind: loaded[kind].signatures[signature] for kind in loaded}
+        times = {kind: [] for kind in loaded}
+        tokens = {}
+        for kind, fn in functions.items():  # one untimed call each (warm-up ran this shape)
+            _, tokens[kind] = timed(fn, sentences)
+        for _ in range(args.repeats if batch == 1 else args.batch_repeats):
+            for kind, fn in functions.items():
+                seconds, _ = timed(fn, sentences)
+                times[kind].append(seconds)
+        same = np.array_equal(tokens["graph"], tokens["xla"])
+        line = []
+        for kind in loaded:
+            p50, p95 = percentile_ms(times[kind], 50), percentile_ms(times[kind], 95)
+            figures[f"{kind}_{name}_p50_ms"] = p50
+            line.append(f"{kind} p50 {p50:7.1f} ms p95 {p95:7.1f} ms")
+        generated = tokens["graph"].shape[1] - 1
         print(
-            f"{name:>10}: p50 {p50:8.1f} ms  p95 {p95:8.1f} ms  mean "
-            f"{statistics.mean(times) * 1000:8.1f} ms  ({repeats} calls, {generated} tokens)"
+            f"{name:>11}: {'  |  '.join(line)}  ({len(times['graph'])} calls each, "
+            f"{generated} tokens, same ids: {'yes' if same else 'NO'})"
         )
-    print("latency_ms: " + " ".join(f"{k}={v:.1f}" for k, v in figures.items()))
+    beam = f"beam{args.beam_size}"
+    keys = ["graph_greedy", "xla_greedy", f"graph_{beam}", f"xla_{beam}"]
+    print("latency: " + " ".join(f"{k}_p50_ms={figures[f'{k}_p50_ms']:.1f}" for k in keys))
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from tf_transformer.text.tokenizers import build_tokenizers
 
 MAX_LENGTH = 8  # generated tokens: short, so beam search over untrained weights stays fast
 BEAM_SIZE = 3
+XLA_WARMUP_BATCH_SIZES = (1, 2)
 SENTENCES = [
     "o gato está na mesa .",
     "eu gosto de livros .",
@@ -82,6 +83,24 @@ def tiny_export():
     _, tokenizers, model = tiny_objects()
     module = ExportModule(tokenizers, model, beam_size=BEAM_SIZE, max_length=MAX_LENGTH)
     return module.export(_root() / "saved_models" / "tiny"), module
+
+
+@functools.cache
+def tiny_xla_export():
+    """`(path, module)`: `tiny_export()` again with `jit_compile=True` (`saved_models/tiny_xla/1`),
+    its warm-up covering batches of 1 and 2 (one source bucket: `MAX_LENGTH` < 16)."""
+    from tf_transformer.inference.export import ExportModule
+
+    _, tokenizers, model = tiny_objects()
+    module = ExportModule(
+        tokenizers,
+        model,
+        beam_size=BEAM_SIZE,
+        max_length=MAX_LENGTH,
+        jit_compile=True,
+        warmup_batch_sizes=XLA_WARMUP_BATCH_SIZES,
+    )
+    return module.export(_root() / "saved_models" / "tiny_xla"), module
 
 
 @functools.cache

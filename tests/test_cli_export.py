@@ -8,6 +8,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 
 from tests.export_helpers import tiny_export, tiny_run_dir
 from tf_transformer import cli
+from tf_transformer.inference.warmup import read_warmup_requests
 
 pytestmark = pytest.mark.slow
 
@@ -35,13 +36,57 @@ def test_export_writes_the_next_version(base_dir, capsys):
         + ["--max-length", "8"]
     )
     assert code == 0
-    assert f"Exported version 2 to {base_dir / '2'}" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"Exported version 2 to {base_dir / '2'}" in out
     proto = saved_model_pb2.SavedModel.FromString((base_dir / "2" / "saved_model.pb").read_bytes())
     (meta_graph,) = proto.meta_graphs
     assert list(meta_graph.meta_info_def.tags) == ["serve"]
     signatures = set(meta_graph.signature_def) - {"__saved_model_init_op"}
     assert signatures == {"serving_default", "greedy", "attention"}
+    assert not [f for f in meta_graph.graph_def.library.function if f.attr["_XlaMustCompile"].b]
+    assert len(read_warmup_requests(base_dir / "2")) == 3  # graph mode: one per signature
+    assert "--xla_cpu_compilation_enabled" not in out
     assert sorted(p.name for p in base_dir.iterdir()) == ["1", "2"]  # no temporary left
+
+
+def test_jit_compile_export(tmp_path, capsys):
+    base = tmp_path / "tiny"
+    arguments = ["--jit-compile", "--warmup-batch-sizes", "1,4", "--max-length", "20"]
+    code = cli.main(["export", str(tiny_run_dir().root), "--out", str(base), *arguments])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "decoding compiled with XLA" in out
+    assert f"{base / '1' / 'assets.extra' / 'tf_serving_warmup_requests'}" in out
+    assert "--xla_cpu_compilation_enabled=true" in out
+    proto = saved_model_pb2.SavedModel.FromString((base / "1" / "saved_model.pb").read_bytes())
+    (meta_graph,) = proto.meta_graphs
+    assert [f for f in meta_graph.graph_def.library.function if f.attr["_XlaMustCompile"].b]
+    requests = read_warmup_requests(base / "1")
+    # serving_default and greedy x batches 1 and 4 x source buckets 16 and 20, attention x 2.
+    assert len(requests) == 2 * 2 * 2 + 2
+    assert sorted({len(r.inputs["sentences"]) for r in requests if "sentences" in r.inputs}) == [
+        1,
+        4,
+    ]
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["--warmup-batch-sizes", "1,2"], "--warmup-batch-sizes needs --jit-compile."),
+        (["--jit-compile", "--warmup-batch-sizes", "1,3"], "must be powers of two, got '1,3'"),
+        (["--jit-compile", "--warmup-batch-sizes", "one"], "must be comma-separated integers"),
+    ],
+)
+def test_bad_warmup_batch_sizes(tmp_path, capsys, arguments, message):
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as exit_info:
+        code = cli.main(["export", str(tiny_run_dir().root), "--out", str(out), *arguments])
+        raise SystemExit(code)
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and message in error
+    assert not out.exists()
 
 
 def test_existing_version_is_refused_and_untouched(base_dir, capsys):

@@ -14,10 +14,10 @@ def register(subparsers) -> None:
         "export",
         help=f"Export a run as a TF Serving SavedModel (saved_models/{DEFAULT_MODEL_NAME}/VERSION).",
         description=(
-            f"Writes saved_models/{DEFAULT_MODEL_NAME}/VERSION/{{saved_model.pb,variables,assets}} "
-            "(or --out BASE/VERSION) with the signatures serving_default (beam search), greedy "
-            "and attention: each export is the next version of the served model, and existing "
-            "versions are never overwritten. TF Serving serves the highest version under the "
+            f"Writes saved_models/{DEFAULT_MODEL_NAME}/VERSION/{{saved_model.pb,variables,assets,"
+            "assets.extra/tf_serving_warmup_requests} (or --out BASE/VERSION) with the "
+            "signatures serving_default (beam search), greedy and attention: each export is the "
+            "next version of the served model, and existing versions are never overwritten. TF Serving serves the highest version under the "
             f"base path; `translate --server` asks for the model name {DEFAULT_MODEL_NAME!r} by "
             "default. Prints the commands that serve and query it."
         ),
@@ -51,17 +51,55 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--length-penalty", type=float, default=None, help="Beam-search length penalty alpha."
     )
+    parser.add_argument(
+        "--jit-compile",
+        action="store_true",
+        help="Decode with XLA (jit_compile kept in the SavedModel): several times faster per "
+        "request; TF Serving compiles each (batch, source-length) bucket once, at load from the "
+        "warm-up requests. On CPU the server needs --xla_cpu_compilation_enabled=true.",
+    )
+    parser.add_argument(
+        "--warmup-batch-sizes",
+        type=batch_sizes,
+        default=None,
+        metavar="N,N,...",
+        help="With --jit-compile: the batch sizes (powers of two) the warm-up requests compile "
+        "for every source length bucket (default: 1,2,4,8,16,32). A request's batch is padded "
+        "to the next power of two; one above the largest warmed compiles on first use.",
+    )
     parser.set_defaults(func=run)
 
 
+def batch_sizes(text: str) -> tuple[int, ...]:
+    """argparse type: comma-separated powers of two, e.g. `1,2,4`."""
+    try:
+        sizes = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be comma-separated integers, got {text!r}"
+        ) from None
+    bad = [n for n in sizes if n < 1 or n & (n - 1)]
+    if bad:
+        raise argparse.ArgumentTypeError(f"must be powers of two, got {text!r}")
+    return sizes
+
+
 def run(args: argparse.Namespace) -> int:
-    from tf_transformer.export import export_run_dir
+    from tf_transformer.cli import CLIError
+
+    if args.warmup_batch_sizes and not args.jit_compile:
+        # A graph export warms up with one request per signature: every shape runs alike.
+        raise CLIError("--warmup-batch-sizes needs --jit-compile.")
+    from tf_transformer.inference.export import export_run_dir
+    from tf_transformer.inference.warmup import warmup_path
 
     out = args.out or str(Path("saved_models") / DEFAULT_MODEL_NAME)
     options = {
         "beam_size": args.beam_size,
         "max_length": args.max_length,
         "length_penalty": args.length_penalty,
+        "jit_compile": args.jit_compile or None,
+        "warmup_batch_sizes": args.warmup_batch_sizes,
     }
     with model_loading(args.run_dir):
         path = export_run_dir(
@@ -72,19 +110,26 @@ def run(args: argparse.Namespace) -> int:
             **{k: v for k, v in options.items() if v is not None},
         )
     print(f"Exported version {path.name} to {path}")
-    print("Signatures: serving_default (beam search), greedy, attention.")
-    print(serving_commands(Path(out)))
+    print(
+        "Signatures: serving_default (beam search), greedy, attention"
+        + ("; decoding compiled with XLA." if args.jit_compile else ".")
+    )
+    print(f"Warm-up requests (replayed by TF Serving at load): {warmup_path(path)}")
+    print(serving_commands(Path(out), jit_compile=args.jit_compile))
     return 0
 
 
-def serving_commands(base: Path) -> str:
+def serving_commands(base: Path, *, jit_compile: bool = False) -> str:
     """How to serve the model base path `base` and translate through the server."""
     name = base.name
     model_flag = "" if name == DEFAULT_MODEL_NAME else f" --model-name {shlex.quote(name)}"
+    # TF Serving turns XLA's CPU JIT off unless asked: every compilation, and so the load's
+    # warm-up, would fail with "XLA compilation disabled".
+    xla_flag = " --xla_cpu_compilation_enabled=true" if jit_compile else ""
     return (
         f"Serve it (TF Serving serves the highest version under {base}):\n"
         f"  tensorflow_model_server --rest_api_port=8501 --model_name={shlex.quote(name)} "
-        f"--model_base_path={shlex.quote(str(base.resolve()))}\n"
+        f"--model_base_path={shlex.quote(str(base.resolve()))}{xla_flag}\n"
         "Then translate through the server:\n"
         f'  tf-transformer translate --server http://localhost:8501{model_flag} "o gato bebe ."\n'
         "Or without a server:\n"

@@ -5,6 +5,7 @@ highest)::
 
     saved_models/NAME/
       1/  saved_model.pb  variables/  assets/source.pt.vocab  assets/target.en.vocab
+          assets.extra/tf_serving_warmup_requests
       2/  ...
 
 A version is written into a hidden sibling (``.tmp-2-XXXX``, which TF Serving ignores) and
@@ -29,6 +30,21 @@ Signatures (tag set ``serve``):
              each attention row predicts, [END] last when decoding ended);
              ``attention_weights`` float32 ``[heads, tgt_len, src_len]``: the last decoder
              layer's cross-attention, teacher-forced on ``tokens``.
+
+XLA (``jit_compile=True``): the encoder and the decoding loop of beam search (``serving_default``
+and ``attention``) and of greedy decoding are one XLA cluster each (``_XlaMustCompile`` on the
+function in the saved graph), compiled once per input shape. The shapes are bounded: the
+source is padded to a multiple of ``SRC_LENGTH_BUCKET`` tokens (`make_decode_fn`), and the batch
+to the next power of two (`pad_batch`; sliced off the outputs), so ``max_length`` 128 gives 8
+source buckets and batches of 1-32 sentences 6 batch buckets. TF Serving runs such a model only
+with ``--xla_cpu_compilation_enabled=true`` on CPU; without it every XLA compilation fails
+("XLA compilation disabled"), and so does the load, at its warm-up. Without ``jit_compile`` the
+graph is run op by op, every shape alike (no padding).
+
+Warm-up (`warmup`): every export writes TF Serving warm-up requests. An XLA export gets one per
+signature, source bucket and batch bucket up to ``warmup_batch_sizes`` (so the server compiles
+every shape it will usually see while loading the version); a graph export gets one request per
+signature (one run optimises the graph for all shapes).
 
 Sources are cut to `max_length` tokens (keeping [END]) and at most `max_length` tokens are
 generated, so any text gives a bounded answer; an empty batch gives empty outputs, an empty
@@ -68,10 +84,21 @@ import tempfile
 import types
 from pathlib import Path
 
+import numpy as np
 import tensorflow as tf
+
+from tf_transformer.inference.decoding import SRC_LENGTH_BUCKET
+from tf_transformer.inference.warmup import (
+    WarmupRequest,
+    sentence_of_length,
+    write_warmup_requests,
+)
 
 DEFAULT_BEAM_SIZE = 4
 DEFAULT_LENGTH_PENALTY = 0.6
+# Batch sizes an XLA export's warm-up compiles (each source bucket, serving_default and greedy);
+# a request of another size is padded to the next power of two, compiled on first use if above.
+DEFAULT_WARMUP_BATCH_SIZES = (1, 2, 4, 8, 16, 32)
 SENTENCES = tf.TensorSpec([None], tf.string, name="sentences")
 SENTENCE = tf.TensorSpec([], tf.string, name="sentence")
 
@@ -152,6 +179,9 @@ class ExportModule(tf.Module):
             when None).
         beam_size: beams of `serving_default` (1 makes it greedy too).
         length_penalty: GNMT length-penalty exponent alpha of beam search.
+        jit_compile: decode with XLA (see the module docstring); False: graph mode.
+        warmup_batch_sizes: batch sizes (powers of two) the warm-up requests of an XLA export
+            cover, each with every source bucket.
     """
 
     def __init__(
@@ -162,12 +192,22 @@ class ExportModule(tf.Module):
         max_length: int | None = None,
         beam_size: int = DEFAULT_BEAM_SIZE,
         length_penalty: float = DEFAULT_LENGTH_PENALTY,
+        jit_compile: bool = False,
+        warmup_batch_sizes: tuple[int, ...] = DEFAULT_WARMUP_BATCH_SIZES,
     ):
         from tf_transformer.inference.translator import Translator
 
         super().__init__(name="transformer_export")
+        bad = [n for n in warmup_batch_sizes if n < 1 or n & (n - 1)]
+        if bad:
+            raise ValueError(f"warm-up batch sizes must be powers of two, got {bad}.")
         translator = Translator(
-            tokenizers, model, max_length=max_length, beam_size=beam_size, alpha=length_penalty
+            tokenizers,
+            model,
+            max_length=max_length,
+            beam_size=beam_size,
+            alpha=length_penalty,
+            jit_compile=jit_compile,
         )
         # The Translator and the Keras model stay outside the tracked object graph: the
         # Translator caches its tf.functions in a dict with tuple keys (SavedModel cannot save
@@ -182,7 +222,9 @@ class ExportModule(tf.Module):
         self.model_variables = [_tf_variable(v) for v in model.variables]
         self.beam_size = beam_size
         self.length_penalty = length_penalty
-        self.max_length = translator.max_length
+        self.max_length = translator.max_source_tokens  # the source-length buckets end here
+        self.jit_compile = jit_compile
+        self.warmup_batch_sizes = tuple(sorted(set(warmup_batch_sizes)))
 
     @property
     def translator(self):
@@ -199,13 +241,25 @@ class ExportModule(tf.Module):
 
     def _serve(self, sentences: tf.Tensor) -> dict[str, tf.Tensor]:
         sentences = tf.ensure_shape(sentences, [None])
-        return _batch_outputs(
-            self.translator.graph_fn(self.beam_size, self.length_penalty), sentences
-        )
+        return _batch_outputs(self._translate_fn(self.beam_size), sentences)
 
     def _greedy(self, sentences: tf.Tensor) -> dict[str, tf.Tensor]:
         sentences = tf.ensure_shape(sentences, [None])
-        return _batch_outputs(self.translator.graph_fn(1, self.length_penalty), sentences)
+        return _batch_outputs(self._translate_fn(1), sentences)
+
+    def _translate_fn(self, beam_size: int):
+        """The Translator's function; under XLA, on a batch padded to a power of two."""
+        translate = self.translator.graph_fn(beam_size, self.length_penalty)
+        if not self.jit_compile:
+            return translate
+
+        def padded(sentences):
+            # Each batch size is a new XLA compilation: round it up, so that a handful of
+            # shapes (warmed up at load) serve every request.
+            result = translate(pad_batch(sentences))
+            return {name: value[: tf.size(sentences)] for name, value in result.items()}
+
+        return padded
 
     def _attention(self, sentence: tf.Tensor) -> dict[str, tf.Tensor]:
         sentences = tf.ensure_shape(sentence, [])[tf.newaxis]
@@ -238,6 +292,38 @@ class ExportModule(tf.Module):
             functions["attention"] = tf.function(self._attention, input_signature=[SENTENCE])
         return {name: fn.get_concrete_function() for name, fn in functions.items()}
 
+    def source_buckets(self) -> list[int]:
+        """Source lengths (ids, START and END included) that stand for every compiled shape:
+        one per `SRC_LENGTH_BUCKET` bucket up to `max_length` (the last may be cut short)."""
+        ends = range(SRC_LENGTH_BUCKET, self.max_length + SRC_LENGTH_BUCKET, SRC_LENGTH_BUCKET)
+        return [min(end, self.max_length) for end in ends]
+
+    def warmup_requests(self) -> list[WarmupRequest]:
+        """The requests TF Serving replays when it loads the export (see the module docstring).
+
+        XLA: `serving_default` and `greedy` for every batch size of `warmup_batch_sizes` and
+        every source bucket, then `attention` for every source bucket. Graph mode: one sentence
+        for each signature.
+        """
+
+        def count_tokens(sentence: str) -> int:
+            return int(tf.shape(self.translator.source_ids(tf.constant([sentence])))[1])
+
+        lengths = self.source_buckets() if self.jit_compile else self.source_buckets()[-1:]
+        sentences = [sentence_of_length(count_tokens, length).encode() for length in lengths]
+        batch_sizes = self.warmup_batch_sizes if self.jit_compile else (1,)
+        requests = [
+            WarmupRequest(name, {"sentences": np.array([sentence] * batch, dtype=object)})
+            for name in ("serving_default", "greedy")
+            for batch in batch_sizes
+            for sentence in sentences
+        ]
+        requests += [
+            WarmupRequest("attention", {"sentence": np.array(sentence, dtype=object)})
+            for sentence in sentences
+        ]
+        return requests
+
     def export(
         self, base_dir: str | Path, version: int | None = None, *, check_ops: bool = True
     ) -> Path:
@@ -248,6 +334,9 @@ class ExportModule(tf.Module):
             version: a positive integer; None for the next free one.
             check_ops: refuse (ValueError, nothing written) a graph with ops a stock TF
                 Serving 2.12+ may not register (see `graph_ops.check_serving_ops`).
+
+        The version holds the SavedModel and its warm-up requests
+        (``assets.extra/tf_serving_warmup_requests``, `warmup_requests`).
 
         Returns:
             The version directory.
@@ -262,6 +351,7 @@ class ExportModule(tf.Module):
                 from tf_transformer.inference.graph_ops import check_serving_ops
 
                 check_serving_ops(path)
+            write_warmup_requests(path, Path(base_dir).name, self.warmup_requests())
 
         return write_version(base_dir, version, save)
 
@@ -278,6 +368,19 @@ def _tf_variable(variable) -> tf.Variable:
     """The `tf.Variable` behind a Keras 3 variable (or `variable` itself)."""
     inner = getattr(variable, "value", variable)
     return inner if isinstance(inner, tf.Variable) else variable
+
+
+def pad_batch(sentences: tf.Tensor) -> tf.Tensor:
+    """`sentences` `(batch,)` padded to the next power of two rows (`batch` > 0).
+
+    The extra rows repeat the first sentence: they decode exactly as long as it does, so they
+    neither lengthen the decoding loop nor widen the ids of the real rows.
+    """
+    batch = tf.size(sentences)
+    powers = tf.constant([2**i for i in range(31)], tf.int32)
+    bucket = tf.gather(powers, tf.reduce_sum(tf.cast(powers < batch, tf.int32)))
+    rows = tf.concat([tf.range(batch), tf.zeros([bucket - batch], tf.int32)], axis=0)
+    return tf.gather(sentences, rows)
 
 
 def _batch_outputs(translate, sentences: tf.Tensor) -> dict[str, tf.Tensor]:
@@ -311,12 +414,15 @@ def export_saved_model(
     max_length: int | None = None,
     beam_size: int = DEFAULT_BEAM_SIZE,
     length_penalty: float = DEFAULT_LENGTH_PENALTY,
+    jit_compile: bool = False,
+    warmup_batch_sizes: tuple[int, ...] = DEFAULT_WARMUP_BATCH_SIZES,
     check_ops: bool = True,
 ) -> Path:
     """Exports `model` with `tokenizers` as version `version` of the model at `base_dir`.
 
     Args:
-        tokenizers, model, max_length, beam_size, length_penalty: as in `ExportModule`.
+        tokenizers, model, max_length, beam_size, length_penalty, jit_compile,
+            warmup_batch_sizes: as in `ExportModule`.
         base_dir: TF Serving's model base path, e.g. ``saved_models/transformer``.
         version: a positive integer; None for the next free one.
         check_ops: refuse (ValueError, nothing written) a graph with ops a stock TF Serving
@@ -334,6 +440,8 @@ def export_saved_model(
         max_length=max_length,
         beam_size=beam_size,
         length_penalty=length_penalty,
+        jit_compile=jit_compile,
+        warmup_batch_sizes=warmup_batch_sizes,
     )
     return module.export(base_dir, version, check_ops=check_ops)
 
@@ -353,7 +461,8 @@ def export_run_dir(
         base_dir: the model base path.
         version: a positive integer; None for the next free one.
         checkpoint: None/"latest", "averaged" or a checkpoint prefix.
-        **options: `max_length`, `beam_size`, `length_penalty`, `check_ops`.
+        **options: `max_length`, `beam_size`, `length_penalty`, `jit_compile`,
+            `warmup_batch_sizes`, `check_ops`.
     """
     from tf_transformer.run_dir import RunDir
 
