@@ -150,6 +150,9 @@ class TrainConfig(_DictConfig):
     log_every: int = 50  # steps between TensorBoard scalars
     mixed_precision: str | None = None  # None, "float16" or "bfloat16"
     strategy: str = "default"  # "default", "mirrored" or "multiworker"
+    eval_every: int | None = None  # steps between dev BLEU evaluations (None: off)
+    eval_sentences: int = 300  # the first N validation pairs make the fixed dev subset
+    patience: int | None = None  # stop after N evaluations without a better dev BLEU
 
     # config.json of runs trained before the rename
     RENAMED: ClassVar[dict[str, str]] = {"max_length": "max_tokens"}
@@ -165,6 +168,13 @@ class TrainConfig(_DictConfig):
         for name in ("checkpoint_every", "keep_checkpoints", "log_every", "shuffle_buffer"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}.")
+        for name in ("eval_every", "patience"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}.")
+        if self.eval_sentences < 1:
+            raise ValueError(f"eval_sentences must be positive, got {self.eval_sentences}.")
+        if self.patience is not None and self.eval_every is None:
+            raise ValueError("patience counts evaluations: set eval_every too.")
         if self.max_steps is not None and self.max_steps < 1:
             raise ValueError(f"max_steps must be positive, got {self.max_steps}.")
         if self.max_minutes is not None and not self.max_minutes > 0:
@@ -218,6 +228,7 @@ TRAIN_PRESETS: dict[str, TrainConfig] = {
         token_budget=1024,  # 2048 measured worse at the same number of tokens
         checkpoint_every=200,
         average_last=5,  # the last 1,000 steps
+        eval_every=500,  # dev BLEU on 300 sentences, greedy; keeps checkpoints/best
     ),
 }
 

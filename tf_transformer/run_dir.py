@@ -7,7 +7,11 @@ Layout::
       tokenizers/     the Tokenizers SavedModel
       checkpoints/    tf.train.CheckpointManager files (model, optimizer, step, data position)
         averaged/     the average of the last N checkpoints (model only), when asked for
+        best/         the best by dev BLEU (model only) and best.json, with --eval-every
       logs/           TensorBoard event files
+
+Translating, evaluating and exporting use the best checkpoint, else the averaged one, else the
+latest (`RunDir.checkpoint`).
 """
 
 from __future__ import annotations
@@ -19,6 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from tf_transformer.config import ModelConfig
+
+# The checkpoints a run can hold, in the order a run is read by default (see `RunDir.checkpoint`).
+CHECKPOINT_NAMES = ("best", "averaged", "latest")
 
 
 class RunDir:
@@ -42,6 +49,10 @@ class RunDir:
     @property
     def averaged_path(self) -> Path:
         return self.checkpoints_path / "averaged"
+
+    @property
+    def best_path(self) -> Path:
+        return self.checkpoints_path / "best"
 
     @property
     def logs_path(self) -> Path:
@@ -76,14 +87,35 @@ class RunDir:
         return TrainConfig.from_dict(self.read_config().get("train", {}))
 
     def latest_checkpoint(self, which: str | None = None) -> str | None:
-        """A checkpoint prefix: the latest training one, or `which="averaged"`, or a path."""
+        """A checkpoint prefix: the latest training one, or `which` = "best", "averaged",
+        "latest" or a prefix (returned as is); None when the run has no such checkpoint."""
         import tensorflow as tf
 
-        if which is None or which == "latest":
-            return tf.train.latest_checkpoint(str(self.checkpoints_path))
-        if which == "averaged":
-            return tf.train.latest_checkpoint(str(self.averaged_path))
-        return which
+        folders = {
+            "latest": self.checkpoints_path,
+            "averaged": self.averaged_path,
+            "best": self.best_path,
+        }
+        folder = folders.get(which or "latest")
+        return which if folder is None else tf.train.latest_checkpoint(str(folder))
+
+    def checkpoint(self, which: str | None = None) -> tuple[str, str]:
+        """`(name, prefix)` of the checkpoint to read: `which`, or by default the best one (by
+        dev BLEU), else the averaged one, else the latest.
+
+        Args:
+          which: None, "best", "averaged", "latest" or a checkpoint prefix (named "given").
+
+        Raises:
+          FileNotFoundError: the run has no such checkpoint.
+        """
+        names = CHECKPOINT_NAMES if which is None else (which,)
+        for name in names:
+            path = self.latest_checkpoint(name)
+            if path is not None:
+                return (name if name in CHECKPOINT_NAMES else "given"), path
+        folder = {"best": self.best_path, "averaged": self.averaged_path}.get(which)
+        raise FileNotFoundError(f"No checkpoint in {folder or self.checkpoints_path}.")
 
     def load_tokenizers(self):
         from tf_transformer.text.tokenizers import load_tokenizers
@@ -96,18 +128,16 @@ class RunDir:
         """The Transformer with the weights of `checkpoint`.
 
         Args:
-          checkpoint: None or "latest" (the last training checkpoint), "averaged" (written by
-            `--average-last N`), or a checkpoint prefix.
+          checkpoint: None for the default (best, else averaged, else latest; see
+            `checkpoint`), "best" (written with --eval-every), "averaged" (written by
+            `--average-last N`), "latest" (the last training checkpoint) or a prefix.
         """
 
         from tf_transformer.model import Transformer
 
         model = Transformer.from_config(self.model_config())
         model.build()
-        path = self.latest_checkpoint(checkpoint)
-        if path is None:
-            where = self.averaged_path if checkpoint == "averaged" else self.checkpoints_path
-            raise FileNotFoundError(f"No checkpoint in {where}.")
+        _, path = self.checkpoint(checkpoint)
         from tf_transformer.weights import model_checkpoint
 
         status = model_checkpoint(model).restore(path).expect_partial()

@@ -7,6 +7,7 @@ import math
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import tensorflow as tf
 from tqdm.auto import tqdm
@@ -26,10 +27,15 @@ from tf_transformer.training.schedule import make_optimizer
 from tf_transformer.training.summaries import write_scalar
 from tf_transformer.training.train_step import TrainStep
 
+if TYPE_CHECKING:
+    from tf_transformer.training.validation import Evaluation
+
 # A dataset of batches, or a function of the epoch returning that epoch's batches (the
 # deterministic way to reshuffle: a resumed run rebuilds epoch k's order exactly; see
 # `tf_transformer.training.runner.epoch_batches`).
 Batches = tf.data.Dataset | Callable[[int], tf.data.Dataset]
+# The validation hook: `(model, step) -> Evaluation`, e.g. a `training.validation.Validator`.
+Validate = Callable[[tf.keras.Model, int], "Evaluation"]
 
 
 class NonFiniteLossError(FloatingPointError, TransformerError):
@@ -45,10 +51,14 @@ class TrainResult:
       step: optimizer steps taken in total (across resumes).
       epoch: completed epochs.
       stopped_by: "SIGINT"/"SIGTERM" when a signal stopped the run, "max_steps",
-        "max_minutes" (the wall-clock budget), or None when all epochs ran.
+        "max_minutes" (the wall-clock budget), "patience" (dev BLEU stopped improving), or
+        None when all epochs ran.
       checkpoint: the last checkpoint written (or restored).
       averaged_checkpoint: the averaged checkpoint, when `average_last` asked for one.
       history: one dict per epoch finished in this call (loss, accuracy, val_loss, ...).
+      evaluations: one `Evaluation.to_dict()` per validation in this call (`eval_every`).
+      eval_seconds: the time those took, spent inside the training budget.
+      best_checkpoint: the best checkpoint by dev BLEU (`checkpoints/best/`), if any.
     """
 
     model: tf.keras.Model
@@ -58,6 +68,9 @@ class TrainResult:
     checkpoint: str | None
     averaged_checkpoint: str | None = None
     history: list[dict] = dataclasses.field(default_factory=list)
+    evaluations: list[dict] = dataclasses.field(default_factory=list)
+    eval_seconds: float = 0.0
+    best_checkpoint: str | None = None
 
 
 def _as_int64(inputs, tgt_out):
@@ -101,6 +114,7 @@ def train(
     strategy: tf.distribute.Strategy | None = None,
     progress: bool = True,
     on_step: Callable[[int, dict], None] | None = None,
+    validate: Validate | None = None,
 ) -> TrainResult:
     """Trains (or resumes training) a Transformer in `run_dir` with the custom loop.
 
@@ -116,6 +130,11 @@ def train(
     `stopped_by="max_minutes"` (a resumed call gets a fresh budget).
     TensorBoard scalars go to `logs/train` and `logs/validation`.
 
+    With `validate` and `eval_every`, every `eval_every` steps the loop saves a checkpoint and
+    calls `validate(model, step)` (dev BLEU, the best checkpoint; see `training.validation`)
+    inside the `logs/validation` writer; its time counts in `max_minutes`, and an evaluation
+    that says `stop` (patience) ends the run with `stopped_by="patience"`.
+
     Args:
       run_dir: the run directory (config.json is written or updated there).
       model_config: the model, with the real vocabulary sizes.
@@ -126,6 +145,7 @@ def train(
       strategy: overrides `train_config.strategy`.
       progress: show tqdm progress bars.
       on_step: called after every step with `(step, {"loss", "accuracy", "tokens"})`.
+      validate: the validation hook, called every `train_config.eval_every` steps.
 
     Returns:
       A `TrainResult`.
@@ -157,9 +177,14 @@ def train(
         model, optimizer, label_smoothing=train_config.label_smoothing, strategy=strategy
     )
     loop = _Loop(run, train_config, steps, state, manager, progress, on_step, started)
+    loop.validate = validate if train_config.eval_every else None
     with StopSignal() as stop:
         result = loop.run(train_ds, val_ds, stop)
-    if result.stopped_by in (None, "max_steps", "max_minutes") and train_config.average_last > 1:
+    result.evaluations = [evaluation.to_dict() for evaluation in loop.evaluations]
+    result.eval_seconds = sum(evaluation.seconds for evaluation in loop.evaluations)
+    result.best_checkpoint = run.latest_checkpoint("best")
+    finished = (None, "max_steps", "max_minutes", "patience")
+    if result.stopped_by in finished and train_config.average_last > 1:
         last = manager.checkpoints[-train_config.average_last :]
         result.averaged_checkpoint = average_checkpoints(
             last,
@@ -184,6 +209,8 @@ class _Loop:
         self.train_writer = tf.summary.create_file_writer(str(run.logs_path / "train"))
         self.val_writer = tf.summary.create_file_writer(str(run.logs_path / "validation"))
         self.last_checkpoint = manager.latest_checkpoint
+        self.validate: Validate | None = None
+        self.evaluations: list[Evaluation] = []
 
     @property
     def step(self) -> int:
@@ -257,12 +284,32 @@ class _Loop:
                     interval = _Totals()
                 if stop.requested or self.done() or self.out_of_time():
                     self.save()
+                    if self.done() and not stop.requested and self.eval_due():
+                        self.evaluate()  # the last step is a scheduled evaluation
                     return stop.requested or ("max_steps" if self.done() else "max_minutes")
-                if self.step % self.config.checkpoint_every == 0:
+                if self.step % self.config.checkpoint_every == 0 or self.eval_due():
                     self.save()
+                if self.eval_due():
+                    if self.evaluate():
+                        return "patience"
+                    if self.out_of_time():  # the evaluation spent the rest of the budget
+                        return "max_minutes"
         finally:
             bar.close()
         return stop.requested
+
+    def eval_due(self) -> bool:
+        return self.validate is not None and self.step % self.config.eval_every == 0
+
+    def evaluate(self) -> bool:
+        """Runs the validation hook on the current weights; True when it says stop."""
+        with self.val_writer.as_default():
+            evaluation = self.validate(self.steps.model, self.step)
+        self.val_writer.flush()
+        self.evaluations.append(evaluation)
+        if self.progress:
+            tqdm.write(evaluation.line())
+        return evaluation.stop
 
     def end_epoch(self, val_ds) -> dict:
         self.state.epoch.assign_add(1)

@@ -9,6 +9,7 @@ from the run's checkpoints.
 from __future__ import annotations
 
 import shutil
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -114,6 +115,11 @@ def run(
       progress: progress bars.
       on_step: custom loop only: called after every step with `(step, metrics)`.
 
+    With `train_config.eval_every` (custom loop only), the first `eval_sentences` validation
+    pairs are translated greedily every `eval_every` steps: dev BLEU and chrF and sample
+    translations go to `logs/validation`, the best weights to `checkpoints/best/`, and
+    `patience` evaluations without a better BLEU stop the run (see `training.validation`).
+
     Returns:
       A `TrainResult` (for `fit` too: `history` holds its per-epoch logs).
 
@@ -149,6 +155,11 @@ def run(
     batches = epoch_batches(train_pairs, tokenizers, train_config)
     val_batches = validation_batches(validation_pairs, tokenizers, train_config)
     if not fit:
+        validate = None
+        if train_config.eval_every:
+            from tf_transformer.training.validation import Validator
+
+            validate = Validator.for_run(run, validation_pairs, tokenizers, train_config)
         return train(
             run,
             model_config,
@@ -157,7 +168,14 @@ def run(
             val_batches,
             progress=progress,
             on_step=on_step,
+            validate=validate,
             **common,
+        )
+    if train_config.eval_every:
+        warnings.warn(
+            "eval_every (dev BLEU, best checkpoint, patience) runs in the custom loop only; "
+            "model.fit ignores it.",
+            stacklevel=2,
         )
     from tf_transformer.training.fit import fit as fit_model
 
