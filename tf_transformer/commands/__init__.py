@@ -10,6 +10,13 @@ import sys
 # `translate --server` asks TF Serving for: the same by default, so an export serves at once.
 DEFAULT_MODEL_NAME = "transformer"
 
+# --checkpoint of translate, evaluate and export (the choice is `RunDir.checkpoint`).
+CHECKPOINT_HELP = (
+    "best|averaged|latest|PREFIX: the best by dev BLEU (train --eval-every), the average of "
+    "the last N (--average-last), the last one, or a checkpoint prefix (default: best, else "
+    "averaged, else latest)."
+)
+
 
 def positive_int(text: str) -> int:
     """argparse type: an integer of at least 1."""

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from tf_transformer.commands import model_loading, positive_int
+from tf_transformer.commands import CHECKPOINT_HELP, model_loading, positive_int
 
 
 def register(subparsers) -> None:
@@ -42,7 +42,7 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--max-length", type=positive_int, default=None, help="Most tokens generated."
     )
-    parser.add_argument("--checkpoint", default=None, help="latest|averaged|a checkpoint prefix.")
+    parser.add_argument("--checkpoint", default=None, metavar="CHECKPOINT", help=CHECKPOINT_HELP)
     parser.add_argument("--batch-size", type=positive_int, default=64, help="Sentences per batch.")
     parser.add_argument("--limit", type=positive_int, default=None, help="Only the first N pairs.")
     parser.add_argument(

@@ -6,7 +6,12 @@ import argparse
 import shlex
 from pathlib import Path
 
-from tf_transformer.commands import DEFAULT_MODEL_NAME, model_loading, positive_int
+from tf_transformer.commands import (
+    CHECKPOINT_HELP,
+    DEFAULT_MODEL_NAME,
+    model_loading,
+    positive_int,
+)
 
 
 def register(subparsers) -> None:
@@ -36,9 +41,7 @@ def register(subparsers) -> None:
         default=None,
         help="Version number (default: the next free one).",
     )
-    parser.add_argument(
-        "--checkpoint", default=None, help="A checkpoint prefix (default: the run's latest)."
-    )
+    parser.add_argument("--checkpoint", default=None, metavar="CHECKPOINT", help=CHECKPOINT_HELP)
     parser.add_argument(
         "--beam-size",
         type=positive_int,
@@ -101,15 +104,20 @@ def run(args: argparse.Namespace) -> int:
         "jit_compile": args.jit_compile or None,
         "warmup_batch_sizes": args.warmup_batch_sizes,
     }
+    from tf_transformer.run_dir import RunDir
+
     with model_loading(args.run_dir):
+        run_dir = RunDir(args.run_dir)
+        run_dir.read_config()  # "not a run directory" before "no checkpoint"
+        which, checkpoint = run_dir.checkpoint(args.checkpoint)
         path = export_run_dir(
             args.run_dir,
             out,
             version=args.version,
-            checkpoint=args.checkpoint,
+            checkpoint=checkpoint,
             **{k: v for k, v in options.items() if v is not None},
         )
-    print(f"Exported version {path.name} to {path}")
+    print(f"Exported version {path.name} to {path} from the {which} checkpoint {checkpoint}")
     print(
         "Signatures: serving_default (beam search), greedy, attention"
         + ("; decoding compiled with XLA." if args.jit_compile else ".")

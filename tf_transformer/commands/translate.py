@@ -6,7 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from tf_transformer.commands import DEFAULT_MODEL_NAME, model_loading, positive_int
+from tf_transformer.commands import (
+    CHECKPOINT_HELP,
+    DEFAULT_MODEL_NAME,
+    model_loading,
+    positive_int,
+)
 
 STDIN_HINT = "reading sentences from stdin, one per line; Ctrl-D to finish"
 
@@ -49,9 +54,7 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--batch-size", type=positive_int, default=32, help="Sentences per batch (default: 32)."
     )
-    parser.add_argument(
-        "--checkpoint", default=None, help="A checkpoint prefix (default: the run's latest)."
-    )
+    parser.add_argument("--checkpoint", default=None, metavar="CHECKPOINT", help=CHECKPOINT_HELP)
     parser.add_argument(
         "--plot-attention",
         metavar="PNG",
@@ -128,16 +131,19 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_dir_functions(args: argparse.Namespace, root: Path):
-    """`(translate, attention)` of a run directory's Translator."""
+    """`(translate, attention)` of a run directory's Translator; says on stderr which
+    checkpoint it reads (one line)."""
     from tf_transformer.run_dir import RunDir
 
     run_dir = RunDir(root)
     run_dir.read_config()  # a clear error before TensorFlow loads anything
     from tf_transformer.inference.translator import Translator
 
+    which, checkpoint = run_dir.checkpoint(args.checkpoint)
+    print(f"{which} checkpoint: {checkpoint}", file=sys.stderr, flush=True)
     translator = Translator(
         run_dir.load_tokenizers(),
-        run_dir.load_model(args.checkpoint),
+        run_dir.load_model(checkpoint),
         max_length=args.max_length,
         beam_size=args.beam_size,
         alpha=args.length_penalty,

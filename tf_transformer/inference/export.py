@@ -460,7 +460,8 @@ def export_run_dir(
         run_dir: the run directory (config.json, tokenizers/, checkpoints/).
         base_dir: the model base path.
         version: a positive integer; None for the next free one.
-        checkpoint: None/"latest", "averaged" or a checkpoint prefix.
+        checkpoint: "best", "averaged", "latest" or a prefix; None: best, else averaged, else
+            latest (`RunDir.checkpoint`, which `RunDir.load_model` reads).
         **options: `max_length`, `beam_size`, `length_penalty`, `jit_compile`,
             `warmup_batch_sizes`, `check_ops`.
     """

@@ -34,7 +34,8 @@ def load_translate_fn(
       beam_size: 1 for greedy decoding. A SavedModel decodes as it was exported: 1 picks its
         `greedy` signature, anything else `serving_default` with the export's beam size.
       length_penalty, max_length, checkpoint: for a run directory (see `Translator`,
-        `RunDir.load_model`); a SavedModel has them baked in.
+        `RunDir.checkpoint`: by default the best checkpoint, else the averaged one, else the
+        latest; the description names it); a SavedModel has them baked in.
 
     Raises:
       FileNotFoundError: `path` is neither.
@@ -67,6 +68,7 @@ def load_translate_fn(
     run.read_config()  # a clear error before TensorFlow loads anything
     from tf_transformer.inference.translator import Translator
 
+    which, checkpoint = run.checkpoint(checkpoint)
     translator = Translator(
         run.load_tokenizers(),
         run.load_model(checkpoint),
@@ -75,4 +77,4 @@ def load_translate_fn(
         alpha=length_penalty,
     )
     mode = "greedy" if beam_size == 1 else f"beam {beam_size}, alpha {length_penalty}"
-    return translator.translate_batch, f"run {path} ({checkpoint or 'latest'} checkpoint, {mode})"
+    return translator.translate_batch, f"run {path} ({which} checkpoint {checkpoint}, {mode})"
