@@ -6,13 +6,17 @@ Run from the repository root::
     .venv/bin/python bench/quality.py --run-dir runs/quality --resume   # continue a stopped run
     .venv/bin/python bench/quality.py --eval-only runs/quality          # evaluate a run again
 
-Training data: Tatoeba train + CrioleSet train from ``<repo>/../shared/data`` (deduplicated
-pairs). The wall-clock budget (`--max-minutes`, default 27) covers training (model building,
-tracing, steps, checkpoints, averaging); tokenizer building is timed and reported separately.
-The minutes used are kept in ``RUN_DIR/quality.json``, so a resumed run gets what is left. Evaluation reads only the run directory (config, tokenizers, averaged or latest
-checkpoint) and scores sacreBLEU BLEU (lower-cased and cased) and chrF on ``tatoeba_pt_en/dev``
-and on ``ted_hrlr_validation/dev`` (domain shift), greedy and beam. The last line is
-machine-readable.
+Training data: Tatoeba train + CrioleSet train from ``--data`` (default ``<repo>/../shared/data``;
+deduplicated pairs). The wall-clock budget (`--max-minutes`, default 27) covers training (model
+building, tracing, steps, validation, checkpoints, averaging); tokenizer building is timed and
+reported separately. The minutes used are kept in ``RUN_DIR/quality.json``, so a resumed run gets
+what is left. Evaluation reads only the run directory (config, tokenizers, averaged or latest
+checkpoint) and scores sacreBLEU BLEU (cased, the headline, and lower-cased) and chrF on
+``tatoeba_pt_en/dev`` and on ``ted_hrlr_validation/dev`` (domain shift), greedy and beam. The
+last line is machine-readable::
+
+    quality: tatoeba_dev_bleu=<cased> tatoeba_dev_bleu_lc=... chrf=... ted_dev_bleu_lc=...
+    minutes=... steps=...
 """
 
 from __future__ import annotations
@@ -204,7 +208,7 @@ def evaluate_run(args, root: Path) -> dict:
             )
             results[(dev, name)] = scores
             print(
-                f"  {dev:12s} {name:14s} BLEU {scores.bleu:5.2f} (cased {scores.bleu_cased:5.2f})"
+                f"  {dev:12s} {name:14s} BLEU {scores.bleu:5.2f} (lower-cased {scores.bleu_lc:5.2f})"
                 f" chrF {scores.chrf:5.2f}  {len(pairs)} sent, {time.monotonic() - start:.0f} s"
             )
     print_table(results, record)
@@ -213,15 +217,15 @@ def evaluate_run(args, root: Path) -> dict:
 
 def print_table(results: dict, record: dict) -> None:
     print()
-    print("| dev set | decoding | BLEU (lc) | BLEU (cased) | chrF |")
+    print("| dev set | decoding | BLEU (cased) | BLEU (lc) | chrF |")
     print("|---|---|---|---|---|")
     for (dev, name), scores in results.items():
-        print(
-            f"| {dev} | {name} | {scores.bleu:.1f} | {scores.bleu_cased:.1f} | {scores.chrf:.1f} |"
-        )
+        print(f"| {dev} | {name} | {scores.bleu:.1f} | {scores.bleu_lc:.1f} | {scores.chrf:.1f} |")
     if results:
         any_scores = next(iter(results.values()))
         print(f"BLEU signature: {any_scores.bleu_signature}")
+        print(f"BLEU (lc) signature: {any_scores.bleu_lc_signature}")
+        print(f"chrF signature: {any_scores.chrf_signature}")
     best = {}
     for (dev, name), scores in results.items():
         if dev not in best or name != "greedy":  # the beam figure when there is one
@@ -229,11 +233,12 @@ def print_table(results: dict, record: dict) -> None:
     fields = []
     if "tatoeba_dev" in best:
         fields += [
-            f"tatoeba_dev_bleu_lc={best['tatoeba_dev'].bleu:.1f}",
+            f"tatoeba_dev_bleu={best['tatoeba_dev'].bleu:.1f}",
+            f"tatoeba_dev_bleu_lc={best['tatoeba_dev'].bleu_lc:.1f}",
             f"chrf={best['tatoeba_dev'].chrf:.1f}",
         ]
     if "ted_dev" in best:
-        fields.append(f"ted_dev_bleu_lc={best['ted_dev'].bleu:.1f}")
+        fields.append(f"ted_dev_bleu_lc={best['ted_dev'].bleu_lc:.1f}")
     fields.append(f"minutes={record.get('minutes_used', float('nan')):.0f}")
     fields.append(f"steps={record.get('step', '?')}")
     print("quality: " + " ".join(fields))

@@ -2,6 +2,7 @@
 the run directory alone is reproducible, and an existing run is never overwritten."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -86,7 +87,7 @@ def test_resume_continues_from_the_checkpoint(tiny_run):
 def test_evaluation_is_reproducible_from_the_run_dir(tiny_run):
     data, run_dir, resumed = tiny_run
     line = _last_line(resumed)
-    assert line.startswith("quality: tatoeba_dev_bleu_lc=")
+    assert re.match(r"quality: tatoeba_dev_bleu=\S+ tatoeba_dev_bleu_lc=\S+ chrf=\S+ ", line)
     assert "ted_dev_bleu_lc=" in line and line.endswith("steps=20")
     hypotheses = run_dir / "hypotheses" / "averaged"  # small-data averages the last 5
     written = {path.name: path.read_text() for path in hypotheses.iterdir()}
