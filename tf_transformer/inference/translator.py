@@ -58,7 +58,7 @@ class Translator(tf.Module):
     Example:
       >>> translator = Translator(tokenizers, model, beam_size=4)
       >>> translator(["o carro vermelho é novo ."])["text"]
-      <tf.Tensor: shape=(1,), dtype=string, numpy=array([b'the red car is new .'], ...)>
+      <tf.Tensor: shape=(1,), dtype=string, numpy=array([b'the red car is new.'], ...)>
     """
 
     def __init__(
