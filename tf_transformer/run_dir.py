@@ -55,6 +55,10 @@ class RunDir:
         return self.checkpoints_path / "best"
 
     @property
+    def best_record_path(self) -> Path:
+        return self.best_path / "best.json"
+
+    @property
     def logs_path(self) -> Path:
         return self.root / "logs"
 
@@ -116,6 +120,12 @@ class RunDir:
                 return (name if name in CHECKPOINT_NAMES else "given"), path
         folder = {"best": self.best_path, "averaged": self.averaged_path}.get(which)
         raise FileNotFoundError(f"No checkpoint in {folder or self.checkpoints_path}.")
+
+    def best_record(self) -> dict[str, Any] | None:
+        """best.json: step and dev scores of the best checkpoint (None when none is kept)."""
+        if not self.best_record_path.is_file():
+            return None
+        return json.loads(self.best_record_path.read_text())
 
     def load_tokenizers(self):
         from tf_transformer.text.tokenizers import load_tokenizers

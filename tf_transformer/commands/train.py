@@ -31,6 +31,9 @@ TRAIN_FLAGS = (
     "mixed_precision",
     "checkpoint_every",
     "max_tokens",
+    "eval_every",
+    "eval_sentences",
+    "patience",
 )
 # What a resumed run may change; everything else comes from its config.json.
 RESUME_FLAGS = (
@@ -40,6 +43,8 @@ RESUME_FLAGS = (
     "average_last",
     "checkpoint_every",
     "strategy",
+    "eval_every",
+    "patience",
 )
 
 LIMITS_HELP = (
@@ -119,6 +124,29 @@ def register(subparsers) -> None:
         "other limits (the preset's epochs still apply unless --epochs or --max-steps is given).",
     )
     loop.add_argument("--checkpoint-every", type=positive_int, default=None)
+    loop.add_argument(
+        "--eval-every",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="Every N steps, translate the dev subset greedily: BLEU, chrF and sample "
+        "translations to logs/validation, the best weights by BLEU to checkpoints/best/ "
+        "(custom loop only; its time counts in --max-minutes; small-data: 500).",
+    )
+    loop.add_argument(
+        "--eval-sentences",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="The dev subset: the first N validation pairs (default: 300).",
+    )
+    loop.add_argument(
+        "--patience",
+        type=positive_int,
+        default=None,
+        metavar="K",
+        help="With --eval-every: stop once dev BLEU has not improved for K evaluations.",
+    )
     loop.add_argument("--run-dir", default=None, help="Default: runs/PRESET.")
     loop.add_argument("--resume", action="store_true", help="Continue the run in --run-dir.")
     loop.add_argument("--overwrite", action="store_true", help="Delete --run-dir first.")
@@ -190,6 +218,7 @@ def data_from_args(args: argparse.Namespace) -> DataConfig | None:
 
 def run(args: argparse.Namespace) -> int:
     from tf_transformer import training
+    from tf_transformer.run_dir import RunDir
 
     args.run_dir = args.run_dir or f"runs/{args.preset}"
     run_dir = Path(args.run_dir)
@@ -217,5 +246,12 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         how = "fit" if args.fit else "trained"
-        print(f"{how} to step {result.step} (epoch {result.epoch}): {result.checkpoint}")
+        why = " (stopped by patience)" if result.stopped_by == "patience" else ""
+        print(f"{how} to step {result.step} (epoch {result.epoch}){why}: {result.checkpoint}")
+    if result.evaluations:
+        best = RunDir(run_dir).best_record()
+        print(
+            f"validation: {len(result.evaluations)} evaluations, {result.eval_seconds:.1f} s; "
+            f"best BLEU {best['bleu']:.1f} at step {best['step']}: {result.best_checkpoint}"
+        )
     return 0

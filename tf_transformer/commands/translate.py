@@ -139,10 +139,11 @@ def _run_dir_functions(args: argparse.Namespace, root: Path):
     run_dir.read_config()  # a clear error before TensorFlow loads anything
     from tf_transformer.inference.translator import Translator
 
+    tokenizers = run_dir.load_tokenizers()
     which, checkpoint = run_dir.checkpoint(args.checkpoint)
     print(f"{which} checkpoint: {checkpoint}", file=sys.stderr, flush=True)
     translator = Translator(
-        run_dir.load_tokenizers(),
+        tokenizers,
         run_dir.load_model(checkpoint),
         max_length=args.max_length,
         beam_size=args.beam_size,

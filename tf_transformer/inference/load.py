@@ -68,9 +68,10 @@ def load_translate_fn(
     run.read_config()  # a clear error before TensorFlow loads anything
     from tf_transformer.inference.translator import Translator
 
+    tokenizers = run.load_tokenizers()
     which, checkpoint = run.checkpoint(checkpoint)
     translator = Translator(
-        run.load_tokenizers(),
+        tokenizers,
         run.load_model(checkpoint),
         max_length=max_length,
         beam_size=beam_size,

@@ -89,10 +89,7 @@ class BestCheckpoint:
     def __init__(self, run: RunDir, *, patience: int | None = None):
         self.run = run
         self.patience = patience
-        self.record_path = run.best_path / "best.json"
-        self.record: dict | None = None
-        if self.record_path.is_file():
-            self.record = json.loads(self.record_path.read_text())
+        self.record = run.best_record()
 
     def is_better(self, scores: Scores) -> bool:
         if self.record is None:
@@ -134,7 +131,7 @@ class BestCheckpoint:
         fd, tmp = tempfile.mkstemp(dir=self.run.best_path, prefix=".best.", suffix=".json")
         with os.fdopen(fd, "w") as f:
             json.dump(self.record, f, indent=2, sort_keys=True)
-        os.replace(tmp, self.record_path)
+        os.replace(tmp, self.run.best_record_path)
 
 
 class Validator:
@@ -209,14 +206,14 @@ class Validator:
             )
         return self._translator
 
+    def score(self, model: tf.keras.Model) -> tuple[Scores, list[str]]:
+        """Translates the subset with `model` and scores it; returns the scores and hypotheses."""
+        translate = self.translator(model).translate_batch
+        return evaluate(translate, self.pairs, batch_size=self.batch_size, progress=False)
+
     def __call__(self, model: tf.keras.Model, step: int) -> Evaluation:
         started = time.perf_counter()
-        scores, hypotheses = evaluate(
-            self.translator(model).translate_batch,
-            self.pairs,
-            batch_size=self.batch_size,
-            progress=False,
-        )
+        scores, hypotheses = self.score(model)
         record = None if self.best is None else self.best.update(model, step, scores)
         seconds = time.perf_counter() - started
         for name in ("bleu", "bleu_lc", "chrf"):
