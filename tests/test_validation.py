@@ -20,6 +20,7 @@ from tf_transformer.inference.translator import Translator
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training import loop
 from tf_transformer.training.loop import train
+from tf_transformer.training.mixed_precision import build_model
 from tf_transformer.training.validation import BestCheckpoint, Evaluation, Validator
 from tf_transformer.weights import model_checkpoint
 
@@ -346,3 +347,17 @@ def test_export_says_which_checkpoint(tmp_path, choice_run, capsys):
         "8",
     )
     assert f"from the best checkpoint {run.best_path / 'ckpt-7'}" in out.splitlines()[0]
+
+
+def test_a_mixed_precision_model_is_scored_like_its_float32_weights(three_models):
+    tokenizers, models = three_models
+    mixed = build_model(models["best"].config, "float16")  # CPUs cannot decode it in float16
+    for target, source in zip(mixed.weights, models["best"].weights, strict=True):
+        target.assign(source)
+    validator = Validator(
+        [("o gato bebe leite .", "the cat drinks milk .")], tokenizers, max_length=8
+    )
+    _, hypotheses = validator.score(mixed)
+    assert validator.translator(mixed).model.compute_dtype == "float32"
+    float32 = Translator(tokenizers, models["best"], beam_size=1, max_length=8)
+    assert hypotheses == float32.translate_batch(["o gato bebe leite ."])

@@ -24,6 +24,7 @@ from tf_transformer.config import TrainConfig
 from tf_transformer.inference.evaluate import Scores, evaluate
 from tf_transformer.inference.translator import Translator
 from tf_transformer.run_dir import RunDir
+from tf_transformer.training.mixed_precision import build_model
 from tf_transformer.training.summaries import write_scalar
 from tf_transformer.weights import model_checkpoint
 
@@ -196,14 +197,19 @@ class Validator:
         )
 
     def translator(self, model: tf.keras.Model) -> Translator:
-        """The greedy Translator of `model`, built (and traced) once and reused."""
-        if self._translator is None or self._translator.model is not model:
-            self._translator = Translator(
-                self.tokenizers,
-                model,
-                beam_size=1,
-                max_length=min(self.max_length, model.max_length),
-            )
+        """A greedy Translator with `model`'s current weights.
+
+        It decodes a float32 copy of `model`, built (and traced) once, into which each call
+        copies the weights: a mixed-precision model decodes like the float32 model that
+        `RunDir.load_model` restores (CPUs have no float16 batched matmul), and a model
+        trained under a distribution strategy like a plain one.
+        """
+        if self._translator is None:
+            copy = build_model(model.config)
+            max_length = min(self.max_length, copy.max_length)
+            self._translator = Translator(self.tokenizers, copy, beam_size=1, max_length=max_length)
+        for target, source in zip(self._translator.model.weights, model.weights, strict=True):
+            target.assign(source)
         return self._translator
 
     def score(self, model: tf.keras.Model) -> tuple[Scores, list[str]]:
