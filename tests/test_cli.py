@@ -83,9 +83,16 @@ def test_export_and_translate_server_agree_on_the_model_name(tmp_path, monkeypat
 
     monkeypatch.setattr(tf_transformer.inference.export, "export_run_dir", export_run_dir)
     monkeypatch.chdir(tmp_path)
+    # A run directory with one checkpoint (empty files): export says which checkpoint it reads.
+    checkpoints = tmp_path / "runs" / "sample" / "checkpoints"
+    checkpoints.mkdir(parents=True)
+    (checkpoints.parent / "config.json").write_text("{}")
+    (checkpoints / "checkpoint").write_text('model_checkpoint_path: "ckpt-1"\n')
+    (checkpoints / "ckpt-1.index").write_bytes(b"")
     assert main(["export", "runs/sample"]) == 0
     assert exported == [Path("saved_models") / DEFAULT_MODEL_NAME]
     out = capsys.readouterr().out
+    assert "from the latest checkpoint runs/sample/checkpoints/ckpt-1" in out
     assert f"--model_name={DEFAULT_MODEL_NAME} " in out
     assert f"--model_base_path={tmp_path / 'saved_models' / DEFAULT_MODEL_NAME}" in out
     assert 'tf-transformer translate --server http://localhost:8501 "o gato bebe ."' in out
