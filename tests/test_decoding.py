@@ -199,3 +199,20 @@ def test_decode_step_avoids_ops_that_onednn_makes_slow_and_rewrites_no_whole_cac
     # (MatrixBandPart) and no look-ahead mask is sliced from a fresh (len, len) table.
     assert ops["TensorScatterUpdate"] == 2 * 2
     assert ops["MatrixBandPart"] == ops["Fill"] == 0
+
+
+@pytest.mark.parametrize("policy, atol", [("mixed_float16", 1e-2), ("mixed_bfloat16", 6e-2)])
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_cached_decoding_equals_recompute_under_mixed_precision(policy, atol, beam_size):
+    # The step's kernels must exist for half types too (BatchMatMulV3 has no float16 CPU one).
+    # Scores over 6 tokens: bfloat16 keeps ~3 significant digits, the two paths round apart.
+    config = get_preset("tiny").replace(
+        num_layers=1, input_vocab_size=30, target_vocab_size=40, norm_first=True
+    )
+    tf.keras.utils.set_random_seed(0)
+    model = Transformer.from_config({**config.to_dict(), "dtype": policy})
+    model.build()
+    cached = make_decode_fn(model, max_length=6, beam_size=beam_size)(SRC)
+    reference = make_decode_fn(model, max_length=6, beam_size=beam_size, recompute=True)(SRC)
+    np.testing.assert_array_equal(cached.ids.numpy(), reference.ids.numpy())
+    np.testing.assert_allclose(cached.scores.numpy(), reference.scores.numpy(), atol=atol)

@@ -44,26 +44,20 @@ def tile_beams(cache: Any, beam_size: int) -> Any:
     return tile(cache)
 
 
-def beam_rows(parents: tf.Tensor) -> tf.Tensor:
-    """Rows of a `(batch * beam, ...)` cache that `parents` int32 `(batch, beam)` select."""
+def gather_beams(cache: Any, parents: tf.Tensor) -> Any:
+    """Reorders a `(batch * beam, ...)` cache by `parents` int32 `(batch, beam)` (beam indices).
+
+    Of a `SplitCache`, only the `per_beam` part.
+    """
     beam_size = tf.shape(parents)[1]
     offsets = tf.range(tf.shape(parents)[0])[:, tf.newaxis] * beam_size
-    return tf.reshape(parents + offsets, [-1])  # (batch * beam,)
-
-
-def gather_beams(cache: Any, parents: tf.Tensor | None = None, *, rows=None) -> Any:
-    """Reorders a `(batch * beam, ...)` cache by `parents` int32 `(batch, beam)` (beam indices),
-    or by precomputed `rows` (`beam_rows(parents)`). Of a `SplitCache`, only `per_beam`."""
-    if rows is None:
-        rows = beam_rows(parents)
-
     # `gather_nd` rather than `tf.gather`: the same rows, but the CPU GatherV2 kernel shards
     # large row copies over the thread pool and took ~80 µs per 256 KiB cache tensor here
     # (beam 4, 128 positions), gather_nd ~10 µs.
-    indices = rows[:, tf.newaxis]
+    rows = tf.reshape(parents + offsets, [-1, 1])  # (batch * beam, 1)
 
     def gather(nest):
-        return tf.nest.map_structure(lambda t: tf.gather_nd(t, indices), nest)
+        return tf.nest.map_structure(lambda t: tf.gather_nd(t, rows), nest)
 
     if isinstance(cache, SplitCache):
         return cache._replace(per_beam=gather(cache.per_beam))

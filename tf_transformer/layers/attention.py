@@ -213,10 +213,14 @@ def _attend(q, k, v, bias):
     kernels in a few µs, and XLA compiles both as usual.
     """
     logits = _batch_matmul(q, k, adj_y=True) + bias  # (..., len_q, len_k)
+    if logits.dtype in (tf.float16, tf.bfloat16):  # as TF's Softmax kernel: in float32
+        logits = tf.cast(logits, tf.float32)
     logits = tf.exp(logits - tf.reduce_max(logits, axis=-1, keepdims=True))
     weights = logits / tf.reduce_sum(logits, axis=-1, keepdims=True)
-    return _batch_matmul(weights, v)
+    return _batch_matmul(tf.cast(weights, v.dtype), v)
 
 
 def _batch_matmul(x, y, *, adj_y=False):
+    if x.dtype == tf.float16:  # BatchMatMulV3 has no float16 CPU kernel (and oneDNN no float16)
+        return tf.matmul(x, y, adjoint_b=adj_y)
     return tf.raw_ops.BatchMatMulV3(x=x, y=y, Tout=x.dtype, adj_y=adj_y)
