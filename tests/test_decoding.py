@@ -143,6 +143,10 @@ def test_pad_to_multiple_appends_pad_columns():
     ids = tf.constant([[5, 6, 7], [8, 0, 0]], tf.int64)
     np.testing.assert_array_equal(pad_to_multiple(ids, 4).numpy(), [[5, 6, 7, 0], [8, 0, 0, 0]])
     assert pad_to_multiple(ids, 3).shape == (2, 3)
+    # Never past the positional table: a 20-position model padded to multiples of 16.
+    assert pad_to_multiple(ids, 16, limit=20).shape == (2, 16)
+    assert pad_to_multiple(tf.zeros([1, 17], tf.int64), 16, limit=20).shape == (1, 20)
+    assert pad_to_multiple(tf.zeros([1, 20], tf.int64), 16, limit=20).shape == (1, 20)
 
 
 def while_body_ops(decode_fn) -> collections.Counter:

@@ -13,18 +13,19 @@ import pytest
 import tensorflow as tf
 
 from tests.export_helpers import (
+    BEAM_SIZE,
     MAX_LENGTH,
     SENTENCES,
     loaded_export,
     tiny_export,
 )
-from tf_transformer.inference.export import existing_versions, next_version, write_version
 from tf_transformer.inference.graph_ops import (
     LONG_STANDING_TEXT_OPS,
     check_serving_ops,
     classify_ops,
     graph_ops,
 )
+from tf_transformer.inference.versions import existing_versions, next_version, write_version
 
 pytestmark = pytest.mark.slow
 VENV_BIN = Path(sys.executable).parent
@@ -126,9 +127,14 @@ def test_layout_and_signatures(export_dir, loaded):
         "assets",
         "assets.extra",
     }
-    assert [p.name for p in (export_dir / "assets.extra").iterdir()] == [
-        "tf_serving_warmup_requests"
+    assert sorted(p.name for p in (export_dir / "assets.extra").iterdir()) == [
+        "tf_serving_warmup_requests",
+        "tf_transformer_decoding.json",
     ]
+    decoding = json.loads(
+        (export_dir / "assets.extra" / "tf_transformer_decoding.json").read_text()
+    )
+    assert decoding["beam_size"] == BEAM_SIZE and decoding["jit_compile"] is False
     assert sorted(p.name for p in (export_dir / "assets").iterdir()) == [
         "source.pt.vocab",
         "target.en.vocab",

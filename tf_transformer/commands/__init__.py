@@ -18,6 +18,62 @@ CHECKPOINT_HELP = (
 )
 
 
+def add_decoding_arguments(parser: argparse.ArgumentParser, exported: str) -> None:
+    """--beam-size, --length-penalty, --max-source-tokens, --max-new-tokens (and --max-length,
+    both caps) with `DecodeConfig`'s defaults, the one place they are defined.
+
+    Args:
+      exported: what a SavedModel or server does with them, for the help text.
+    """
+    from tf_transformer.config import DecodeConfig
+
+    default = DecodeConfig()
+    group = parser.add_argument_group("decoding", exported)
+    group.add_argument(
+        "--beam-size",
+        type=positive_int,
+        default=None,
+        help=f"Beams per sentence; 1 = greedy (default: {default.beam_size}).",
+    )
+    group.add_argument(
+        "--length-penalty",
+        type=float,
+        default=None,
+        metavar="ALPHA",
+        help=f"GNMT length-penalty exponent of beam search (default: {default.length_penalty}).",
+    )
+    caps = f"(default: min({DecodeConfig.DEFAULT_LENGTH}, the model's max_length))"
+    group.add_argument(
+        "--max-source-tokens",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help=f"Source tokens kept per sentence, START/END included {caps}.",
+    )
+    group.add_argument(
+        "--max-new-tokens",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help=f"Most tokens generated per sentence, END included {caps}.",
+    )
+    group.add_argument(
+        "--max-length",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="Both caps at once (the earlier flag).",
+    )
+
+
+def decoding_settings(args: argparse.Namespace) -> dict:
+    """The decoding flags given, as `DecodeConfig` fields (None: not given)."""
+    caps = {"max_source_tokens": args.max_source_tokens, "max_new_tokens": args.max_new_tokens}
+    if args.max_length is not None:
+        caps = {name: args.max_length if value is None else value for name, value in caps.items()}
+    return {"beam_size": args.beam_size, "length_penalty": args.length_penalty, **caps}
+
+
 def positive_int(text: str) -> int:
     """argparse type: an integer of at least 1."""
     value = int(text)

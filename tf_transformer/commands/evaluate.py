@@ -7,7 +7,13 @@ import json
 import sys
 from pathlib import Path
 
-from tf_transformer.commands import CHECKPOINT_HELP, model_loading, positive_int
+from tf_transformer.commands import (
+    CHECKPOINT_HELP,
+    add_decoding_arguments,
+    decoding_settings,
+    model_loading,
+    positive_int,
+)
 
 
 def register(subparsers) -> None:
@@ -35,12 +41,10 @@ def register(subparsers) -> None:
     parser.add_argument("--split", default="test", help="train|dev|validation|test.")
     parser.add_argument("--tarball", default=None, help="TED: a copy of the original tarball.")
     parser.add_argument("--data-dir", default=None, help="TED: the TFDS data directory.")
-    parser.add_argument(
-        "--beam-size", type=positive_int, default=4, help="1 = greedy (default: 4)."
-    )
-    parser.add_argument("--length-penalty", type=float, default=0.6, help="Beam search alpha.")
-    parser.add_argument(
-        "--max-length", type=positive_int, default=None, help="Most tokens generated."
+    add_decoding_arguments(
+        parser,
+        "A run directory decodes with these; a SavedModel decodes as it was exported: it takes "
+        "--beam-size 1 (its greedy signature) or its export's settings, and refuses others.",
     )
     parser.add_argument("--checkpoint", default=None, metavar="CHECKPOINT", help=CHECKPOINT_HELP)
     parser.add_argument("--batch-size", type=positive_int, default=64, help="Sentences per batch.")
@@ -56,7 +60,8 @@ def register(subparsers) -> None:
 
 
 def evaluation_data(args: argparse.Namespace) -> tuple[dict, str]:
-    """The data to score on, `{"spec", "tarball", "data_dir"}`, and where it comes from.
+    """The data to score on (`load_dataset` arguments: spec, tarball, data_dir and the language
+    pair), and where it comes from.
 
     --dataset when given; else the dataset a run directory records in config.json ("data"),
     each of its --tarball/--data-dir overridable by the flags.
@@ -85,6 +90,9 @@ def evaluation_data(args: argparse.Namespace) -> tuple[dict, str]:
         "spec": recorded["dataset"],
         "tarball": args.tarball or recorded.get("tarball"),
         "data_dir": args.data_dir or recorded.get("data_dir"),
+        # The run's language pair (a run trained en->pt is scored en->pt).
+        "source_lang": recorded.get("source_lang", "pt"),
+        "target_lang": recorded.get("target_lang", "en"),
     }
     return data, f"the run's dataset, from {config_path}"
 
@@ -96,19 +104,14 @@ def run(args: argparse.Namespace) -> int:
     # The model first: a wrong path fails before TensorFlow even loads.
     with model_loading(args.model):
         translate, description = load_translate_fn(
-            args.model,
-            beam_size=args.beam_size,
-            length_penalty=args.length_penalty,
-            max_length=args.max_length,
-            checkpoint=args.checkpoint,
+            args.model, checkpoint=args.checkpoint, **decoding_settings(args)
         )
     from tf_transformer.data import load_dataset
     from tf_transformer.inference.evaluate import evaluate
 
     print(f"dataset: {data['spec']} ({source}), split {args.split}", flush=True)
-    dataset = load_dataset(
-        data["spec"], args.split, tarball=data["tarball"], data_dir=data["data_dir"]
-    )
+    options = {key: value for key, value in data.items() if key != "spec"}
+    dataset = load_dataset(data["spec"], args.split, **options)
     if args.limit:
         dataset = dataset.take(args.limit)
     pairs = [(pt.decode(), en.decode()) for pt, en in dataset.as_numpy_iterator()]

@@ -9,6 +9,8 @@ from pathlib import Path
 from tf_transformer.commands import (
     CHECKPOINT_HELP,
     DEFAULT_MODEL_NAME,
+    add_decoding_arguments,
+    decoding_settings,
     model_loading,
     positive_int,
 )
@@ -42,17 +44,10 @@ def register(subparsers) -> None:
         help="Version number (default: the next free one).",
     )
     parser.add_argument("--checkpoint", default=None, metavar="CHECKPOINT", help=CHECKPOINT_HELP)
-    parser.add_argument(
-        "--beam-size",
-        type=positive_int,
-        default=None,
-        help="Beams of serving_default (default: 4).",
-    )
-    parser.add_argument(
-        "--max-length", type=positive_int, default=None, help="Most generated tokens per sentence."
-    )
-    parser.add_argument(
-        "--length-penalty", type=float, default=None, help="Beam-search length penalty alpha."
+    add_decoding_arguments(
+        parser,
+        "Baked into the graph: --beam-size is serving_default's (the greedy signature is always "
+        "there); translate and evaluate read them back and refuse other settings.",
     )
     parser.add_argument(
         "--jit-compile",
@@ -97,10 +92,11 @@ def run(args: argparse.Namespace) -> int:
     from tf_transformer.inference.warmup import warmup_path
 
     out = args.out or str(Path("saved_models") / DEFAULT_MODEL_NAME)
+    from tf_transformer.config import DecodeConfig
+
+    settings = {k: v for k, v in decoding_settings(args).items() if v is not None}
     options = {
-        "beam_size": args.beam_size,
-        "max_length": args.max_length,
-        "length_penalty": args.length_penalty,
+        "config": DecodeConfig().replace(**settings),
         "jit_compile": args.jit_compile or None,
         "warmup_batch_sizes": args.warmup_batch_sizes,
     }

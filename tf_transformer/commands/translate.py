@@ -9,6 +9,8 @@ from pathlib import Path
 from tf_transformer.commands import (
     CHECKPOINT_HELP,
     DEFAULT_MODEL_NAME,
+    add_decoding_arguments,
+    decoding_settings,
     model_loading,
     positive_int,
 )
@@ -33,23 +35,11 @@ def register(subparsers) -> None:
         help="The trained run directory (omitted with --server: every argument is a sentence).",
     )
     parser.add_argument("sentences", metavar="SENTENCE", nargs="*", help="Portuguese text.")
-    parser.add_argument(
-        "--beam-size",
-        type=positive_int,
-        default=4,
-        help="Beams per sentence; 1 = greedy (default: 4).",
-    )
-    parser.add_argument(
-        "--length-penalty",
-        type=float,
-        default=0.6,
-        help="GNMT length-penalty exponent alpha for beam search (default: 0.6).",
-    )
-    parser.add_argument(
-        "--max-length",
-        type=positive_int,
-        default=None,
-        help="Most source tokens kept and most tokens generated (default: min(128, the model's)).",
+    add_decoding_arguments(
+        parser,
+        "A run directory decodes with these; a SavedModel or --server decodes as it was "
+        "exported: it takes --beam-size 1 (its greedy signature) or its export's settings, and "
+        "refuses others.",
     )
     parser.add_argument(
         "--batch-size", type=positive_int, default=32, help="Sentences per batch (default: 32)."
@@ -100,7 +90,7 @@ def read_sentences(args: argparse.Namespace) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tf_transformer.inference.load import saved_model_version
+    from tf_transformer.inference.load import open_translator, saved_model_version
 
     if args.server:
         return translate_with_server(args)
@@ -110,13 +100,18 @@ def run(args: argparse.Namespace) -> int:
     if saved_model_version(root) is None and not root.is_dir():
         raise FileNotFoundError(f"Run directory {root} does not exist.")
     with model_loading(root):
-        if saved_model_version(root) is not None:
-            translate, attention = _saved_model_functions(args, root)
-        else:
-            translate, attention = _run_dir_functions(args, root)
+        translator = open_translator(
+            root,
+            checkpoint=args.checkpoint,
+            jit_compile=args.jit_compile,
+            **decoding_settings(args),
+        )
+    if hasattr(translator, "checkpoint_name"):
+        name, path = translator.checkpoint_name, translator.checkpoint_path
+        print(f"{name} checkpoint: {path}", file=sys.stderr, flush=True)
     sentences = read_sentences(args)
     for start in range(0, len(sentences), args.batch_size):
-        for text in translate(sentences[start : start + args.batch_size]):
+        for text in translator.translate(sentences[start : start + args.batch_size]):
             sys.stdout.write(text + "\n")
         sys.stdout.flush()
     if args.plot_attention and sentences:
@@ -124,75 +119,32 @@ def run(args: argparse.Namespace) -> int:
 
         from tf_transformer.plots import plot_attention_heads
 
-        figure = plot_attention_heads(*attention(sentences[0]), args.plot_attention)
+        figure = plot_attention_heads(*translator.attention(sentences[0]), args.plot_attention)
         plt.close(figure)
         print(f"Wrote {args.plot_attention}", file=sys.stderr)
     return 0
 
 
-def _run_dir_functions(args: argparse.Namespace, root: Path):
-    """`(translate, attention)` of a run directory's Translator; says on stderr which
-    checkpoint it reads (one line)."""
-    from tf_transformer.run_dir import RunDir
-
-    run_dir = RunDir(root)
-    run_dir.read_config()  # a clear error before TensorFlow loads anything
-    from tf_transformer.inference.translator import Translator
-
-    tokenizers = run_dir.load_tokenizers()
-    which, checkpoint = run_dir.checkpoint(args.checkpoint)
-    print(f"{which} checkpoint: {checkpoint}", file=sys.stderr, flush=True)
-    translator = Translator(
-        tokenizers,
-        run_dir.load_model(checkpoint),
-        max_length=args.max_length,
-        beam_size=args.beam_size,
-        alpha=args.length_penalty,
-        jit_compile=args.jit_compile,
-    )
-
-    def attention(sentence: str):
-        result = translator.translate([sentence], return_attention=True)
-        return result["attention"], result["src_tokens"], result["tgt_tokens"]
-
-    return translator.translate_batch, attention
-
-
-def _saved_model_functions(args: argparse.Namespace, root: Path):
-    """`(translate, attention)` of an exported SavedModel: it decodes as exported
-    (`--beam-size 1`: its `greedy` signature), attention from its `attention` signature."""
-    import tensorflow as tf
-
-    from tf_transformer.inference.load import load_translate_fn, saved_model_version
-
-    translate, _ = load_translate_fn(root, beam_size=args.beam_size)
-
-    def attention(sentence: str):
-        signature = tf.saved_model.load(str(saved_model_version(root))).signatures["attention"]
-        out = signature(sentence=tf.constant(sentence))
-        as_text = lambda tokens: [t.decode("utf-8") for t in tokens.numpy()]
-        return (
-            out["attention_weights"],
-            as_text(out["source_tokens"]),
-            as_text(out["target_tokens"]),
-        )
-
-    return translate, attention
-
-
 def translate_with_server(args: argparse.Namespace) -> int:
     """`--server URL`: the sentences go to TF Serving's `:predict` (`inference.serving`)."""
-    from tf_transformer.inference.serving import ServingClient, ServingError
+    from tf_transformer.inference.load import open_translator
+    from tf_transformer.inference.serving import ServingError
 
     if args.run_dir is not None:  # no run directory with --server: it is the first sentence
         args.sentences = [args.run_dir, *args.sentences]
-    sentences = read_sentences(args)
-    client = ServingClient(
+    if args.plot_attention or args.jit_compile:
+        raise ValueError(
+            "--plot-attention and --jit-compile need the model itself (a run directory or a "
+            "SavedModel), not --server."
+        )
+    client = open_translator(
         args.server,
-        args.model_name,
-        signature="greedy" if args.beam_size == 1 else "serving_default",
+        checkpoint=args.checkpoint,
+        model_name=args.model_name,
         batch_size=args.batch_size,
+        **decoding_settings(args),
     )
+    sentences = read_sentences(args)
     try:
         for start in range(0, len(sentences), args.batch_size):
             for text in client.translate(sentences[start : start + args.batch_size]):

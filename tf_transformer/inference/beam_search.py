@@ -14,6 +14,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from tf_transformer.config import DecodeConfig
 from tf_transformer.inference.search import (
     DecodeOutput,
     LogitsFn,
@@ -70,7 +71,7 @@ def beam_search(
     batch_size: int | tf.Tensor,
     beam_size: int,
     max_length: int,
-    alpha: float | tf.Tensor = 0.6,
+    alpha: float | tf.Tensor = DecodeConfig.length_penalty,
     start_id: int = START_ID,
     end_id: int = END_ID,
     *,

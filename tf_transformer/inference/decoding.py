@@ -12,6 +12,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from tf_transformer.config import DecodeConfig
 from tf_transformer.inference.beam_search import beam_search
 from tf_transformer.inference.greedy import greedy_decode
 from tf_transformer.inference.search import (
@@ -27,11 +28,14 @@ from tf_transformer.text.special_tokens import PAD_ID
 SRC_LENGTH_BUCKET = 16
 
 
-def pad_to_multiple(ids: tf.Tensor, multiple: int) -> tf.Tensor:
-    """Right-pads `ids` `(batch, len)` with PAD to the next multiple of `multiple` columns."""
+def pad_to_multiple(ids: tf.Tensor, multiple: int, limit: int | None = None) -> tf.Tensor:
+    """Right-pads `ids` `(batch, len)` with PAD to the next multiple of `multiple` columns, or
+    to `limit` columns when that comes first (the positional table ends there)."""
     length = tf.shape(ids)[1]
-    extra = (multiple - length % multiple) % multiple
-    return tf.pad(ids, [[0, 0], [0, extra]], constant_values=PAD_ID)
+    target = (length + multiple - 1) // multiple * multiple
+    if limit is not None:
+        target = tf.maximum(tf.minimum(target, limit), length)
+    return tf.pad(ids, [[0, 0], [0, target - length]], constant_values=PAD_ID)
 
 
 def model_logits_fn(
@@ -91,7 +95,7 @@ def make_decode_fn(
     *,
     max_length: int,
     beam_size: int = 1,
-    alpha: float = 0.6,
+    alpha: float = DecodeConfig.length_penalty,
     min_length: int = 0,
     return_all_beams: bool = False,
     jit_compile: bool = False,
@@ -139,7 +143,7 @@ def make_decode_fn(
     @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int64)])
     def decode_fn(src):
         if jit_compile and not recompute:
-            src = pad_to_multiple(src, SRC_LENGTH_BUCKET)
+            src = pad_to_multiple(src, SRC_LENGTH_BUCKET, limit=model.max_length)
         return trim(core(src))
 
     return decode_fn

@@ -16,7 +16,7 @@ Signatures (tag set ``serve``):
 
 ``serving_default`` (beam search, the export's `beam_size` and `length_penalty`) and ``greedy``:
     inputs:  ``sentences``  string ``[None]``: source-language sentences (raw text).
-    outputs: ``translations`` string ``[None]``: target-language text (lower-cased, spaced punctuation);
+    outputs: ``translations`` string ``[None]``: target-language text (detokenized);
              ``scores`` float32 ``[None]``: beam search: length-normalised log-probability,
              greedy: the log-probability of the translation;
              ``tokens`` int64 ``[None, None]``: target ids, START (2) first, END (3) last, PAD (0)
@@ -78,95 +78,30 @@ Example:
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
+import json
 import types
 from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
 
+from tf_transformer.config import DecodeConfig
 from tf_transformer.inference.decoding import SRC_LENGTH_BUCKET
+from tf_transformer.inference.versions import check_version, write_version
 from tf_transformer.inference.warmup import (
     WarmupRequest,
     sentence_of_length,
     write_warmup_requests,
 )
 
-DEFAULT_BEAM_SIZE = 4
-DEFAULT_LENGTH_PENALTY = 0.6
+# The decoding settings baked into an export, beside its warm-up requests: `open_translator`
+# reads them to refuse flags the export cannot honour (TF Serving ignores the file).
+DECODING_FILE = "assets.extra/tf_transformer_decoding.json"
 # Batch sizes an XLA export's warm-up compiles (each source bucket, serving_default and greedy);
 # a request of another size is padded to the next power of two, compiled on first use if above.
 DEFAULT_WARMUP_BATCH_SIZES = (1, 2, 4, 8, 16, 32)
 SENTENCES = tf.TensorSpec([None], tf.string, name="sentences")
 SENTENCE = tf.TensorSpec([], tf.string, name="sentence")
-
-
-def existing_versions(base_dir: str | Path) -> list[int]:
-    """The integer version directories under `base_dir`, sorted (none if it does not exist)."""
-    base_dir = Path(base_dir)
-    if not base_dir.is_dir():
-        return []
-    return sorted(int(p.name) for p in base_dir.iterdir() if p.name.isdigit() and p.is_dir())
-
-
-def next_version(base_dir: str | Path) -> int:
-    """One more than the highest existing version, or 1."""
-    versions = existing_versions(base_dir)
-    return versions[-1] + 1 if versions else 1
-
-
-def check_version(base_dir: str | Path, version: int | None) -> Path:
-    """The directory version `version` (None: the next free one) would be written to.
-
-    Raises:
-        FileExistsError: the version exists.
-        ValueError: the version is not a positive integer.
-    """
-    base_dir = Path(base_dir)
-    if version is None:
-        version = next_version(base_dir)
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise ValueError(f"version must be a positive integer, got {version!r}.")
-    final = base_dir / str(version)
-    if final.exists():
-        raise FileExistsError(
-            f"{final} exists; versions are never overwritten. Omit --version to write version "
-            f"{next_version(base_dir)}."
-        )
-    return final
-
-
-def write_version(base_dir: str | Path, version: int | None, save) -> Path:
-    """Writes one version directory atomically: `save(tmp_dir)`, then a rename into place.
-
-    Args:
-        base_dir: the model base path (created if needed).
-        version: the version number; None for `next_version`.
-        save: a function writing a SavedModel into the directory it is given.
-
-    Returns:
-        The version directory.
-
-    Raises:
-        FileExistsError: when the version exists (nothing is touched).
-        ValueError: for a version that is not a positive integer.
-    """
-    base_dir = Path(base_dir)
-    final = check_version(base_dir, version)
-    version = int(final.name)
-    base_dir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{version}-", dir=base_dir))
-    try:
-        save(str(tmp))
-        if final.exists():  # another export won the race while this one was saving
-            raise FileExistsError(f"{final} appeared while exporting; not overwritten.")
-        os.rename(tmp, final)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return final
 
 
 class ExportModule(tf.Module):
@@ -175,10 +110,11 @@ class ExportModule(tf.Module):
     Args:
         tokenizers: a `Tokenizers` module (or a loaded one) with `.source` and `.target`.
         model: a `tf_transformer.model.Transformer`.
-        max_length: most source tokens and most generated tokens (the Translator's default
-            when None).
-        beam_size: beams of `serving_default` (1 makes it greedy too).
-        length_penalty: GNMT length-penalty exponent alpha of beam search.
+        config: the decoding baked into the graph (`DecodeConfig`; its defaults when None):
+            `beam_size` of `serving_default` (1 makes it greedy too), `length_penalty`, and the
+            caps `max_source_tokens` / `max_new_tokens`.
+        max_length, beam_size, length_penalty: shorthands overriding `config` (max_length
+            sets both caps).
         jit_compile: decode with XLA (see the module docstring); False: graph mode.
         warmup_batch_sizes: batch sizes (powers of two) the warm-up requests of an XLA export
             cover, each with every source bucket.
@@ -188,10 +124,11 @@ class ExportModule(tf.Module):
         self,
         tokenizers,
         model,
+        config: DecodeConfig | None = None,
         *,
         max_length: int | None = None,
-        beam_size: int = DEFAULT_BEAM_SIZE,
-        length_penalty: float = DEFAULT_LENGTH_PENALTY,
+        beam_size: int | None = None,
+        length_penalty: float | None = None,
         jit_compile: bool = False,
         warmup_batch_sizes: tuple[int, ...] = DEFAULT_WARMUP_BATCH_SIZES,
     ):
@@ -204,6 +141,7 @@ class ExportModule(tf.Module):
         translator = Translator(
             tokenizers,
             model,
+            config,
             max_length=max_length,
             beam_size=beam_size,
             alpha=length_penalty,
@@ -220,8 +158,9 @@ class ExportModule(tf.Module):
         # a copy that the graph-mode loaders (TF Serving, saved_model_cli) never restore
         # ("Could not find variable ..."); tf.saved_model.load alone would not notice.
         self.model_variables = [_tf_variable(v) for v in model.variables]
-        self.beam_size = beam_size
-        self.length_penalty = length_penalty
+        self.config = translator.config
+        self.beam_size = translator.beam_size
+        self.length_penalty = translator.alpha
         self.max_length = translator.max_source_tokens  # the source-length buckets end here
         self.jit_compile = jit_compile
         self.warmup_batch_sizes = tuple(sorted(set(warmup_batch_sizes)))
@@ -352,6 +291,8 @@ class ExportModule(tf.Module):
 
                 check_serving_ops(path)
             write_warmup_requests(path, Path(base_dir).name, self.warmup_requests())
+            decoding = {**self.config.to_dict(), "jit_compile": self.jit_compile}
+            (Path(path) / DECODING_FILE).write_text(json.dumps(decoding, indent=2) + "\n")
 
         return write_version(base_dir, version, save)
 
@@ -411,9 +352,10 @@ def export_saved_model(
     base_dir: str | Path,
     *,
     version: int | None = None,
+    config: DecodeConfig | None = None,
     max_length: int | None = None,
-    beam_size: int = DEFAULT_BEAM_SIZE,
-    length_penalty: float = DEFAULT_LENGTH_PENALTY,
+    beam_size: int | None = None,
+    length_penalty: float | None = None,
     jit_compile: bool = False,
     warmup_batch_sizes: tuple[int, ...] = DEFAULT_WARMUP_BATCH_SIZES,
     check_ops: bool = True,
@@ -421,7 +363,7 @@ def export_saved_model(
     """Exports `model` with `tokenizers` as version `version` of the model at `base_dir`.
 
     Args:
-        tokenizers, model, max_length, beam_size, length_penalty, jit_compile,
+        tokenizers, model, config, max_length, beam_size, length_penalty, jit_compile,
             warmup_batch_sizes: as in `ExportModule`.
         base_dir: TF Serving's model base path, e.g. ``saved_models/transformer``.
         version: a positive integer; None for the next free one.
@@ -437,6 +379,7 @@ def export_saved_model(
     module = ExportModule(
         tokenizers,
         model,
+        config,
         max_length=max_length,
         beam_size=beam_size,
         length_penalty=length_penalty,
@@ -462,7 +405,7 @@ def export_run_dir(
         version: a positive integer; None for the next free one.
         checkpoint: "best", "averaged", "latest" or a prefix; None: best, else averaged, else
             latest (`RunDir.checkpoint`, which `RunDir.load_model` reads).
-        **options: `max_length`, `beam_size`, `length_penalty`, `jit_compile`,
+        **options: `config`, `max_length`, `beam_size`, `length_penalty`, `jit_compile`,
             `warmup_batch_sizes`, `check_ops`.
     """
     from tf_transformer.run_dir import RunDir
@@ -471,7 +414,7 @@ def export_run_dir(
     run.read_config()  # a clear error for a directory that is not a run
     # User errors before the slow part.
     check_version(base_dir, version)
-    if options.get("beam_size", DEFAULT_BEAM_SIZE) < 1:
+    if options.get("beam_size") is not None and options["beam_size"] < 1:
         raise ValueError(f"beam_size must be at least 1, got {options['beam_size']}.")
     tokenizers = run.load_tokenizers()
     model = run.load_model(checkpoint)

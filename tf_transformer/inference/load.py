@@ -1,11 +1,24 @@
-"""Open a translator from a run directory or from an exported SavedModel, behind one function."""
+"""One front door for translating: `open_translator(source)`.
+
+The source is a run directory, an exported SavedModel (a version directory or a model base
+path) or a TF Serving REST server (`http://host:8501`); each opens with the same
+`.translate(sentences)` and `.attention(sentence)`. Decoding settings are `DecodeConfig` fields;
+a backend that cannot honour one (a SavedModel decodes as it was exported) raises a
+`ValueError` that says what to do, instead of ignoring it.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+from tf_transformer.config import DecodeConfig
 
 TranslateFn = Callable[[list[str]], list[str]]
+# (cross-attention weights (heads, tgt_len, src_len), source wordpieces, target wordpieces)
+Attention = tuple[Any, list[str], list[str]]
 
 
 def saved_model_version(path: str | Path) -> Path | None:
@@ -18,64 +31,186 @@ def saved_model_version(path: str | Path) -> Path | None:
     return max(versions, key=lambda p: int(p.name)) if versions else None
 
 
-def load_translate_fn(
-    path: str | Path,
-    *,
-    beam_size: int = 4,
-    length_penalty: float = 0.6,
-    max_length: int | None = None,
-    checkpoint: str | None = None,
-) -> tuple[TranslateFn, str]:
-    """A `list[str] -> list[str]` translator and a one-line description of what it runs.
+def _texts(tensor) -> list[str]:
+    return [text.decode("utf-8") for text in tensor.numpy()]
 
-    Args:
-      path: a run directory (config.json, tokenizers/, checkpoints/) or an exported SavedModel
-        (a version directory or a base path of numbered versions: the highest is used).
-      beam_size: 1 for greedy decoding. A SavedModel decodes as it was exported: 1 picks its
-        `greedy` signature, anything else `serving_default` with the export's beam size.
-      length_penalty, max_length, checkpoint: for a run directory (see `Translator`,
-        `RunDir.checkpoint`: by default the best checkpoint, else the averaged one, else the
-        latest; the description names it); a SavedModel has them baked in.
 
-    Raises:
-      FileNotFoundError: `path` is neither.
-      ValueError: a bad beam size.
-    """
-    if beam_size < 1:
-        raise ValueError(f"beam size must be at least 1, got {beam_size}.")
-    path = Path(path)
-    version_dir = saved_model_version(path)
-    if version_dir is not None:
+class RunTranslator:
+    """A run directory's checkpoint behind the `Translator`: every decoding setting applies."""
+
+    def __init__(self, path: Path, config: DecodeConfig, checkpoint: str | None, jit_compile):
+        from tf_transformer.inference.translator import Translator
+        from tf_transformer.run_dir import RunDir
+
+        run = RunDir(path)
+        run.read_config()  # a clear error before TensorFlow loads anything
+        tokenizers = run.load_tokenizers()
+        self.checkpoint_name, self.checkpoint_path = run.checkpoint(checkpoint)
+        self.translator = Translator(
+            tokenizers, run.load_model(self.checkpoint_path), config, jit_compile=jit_compile
+        )
+        config = self.translator.config
+        mode = "greedy" if config.beam_size == 1 else f"beam {config.beam_size}"
+        self.description = (
+            f"run {path} ({self.checkpoint_name} checkpoint {self.checkpoint_path}, {mode}, "
+            f"alpha {config.length_penalty})"
+        )
+
+    def translate(self, sentences: list[str]) -> list[str]:
+        return self.translator.translate_batch(list(sentences))
+
+    def attention(self, sentence: str) -> Attention:
+        result = self.translator.translate([sentence], return_attention=True)
+        return result["attention"], result["src_tokens"], result["tgt_tokens"]
+
+
+class _Exported:
+    """What SavedModel and server backends share: the decoding was fixed at export."""
+
+    def __init__(self, where: str, exported: dict | None, changes: dict, jit_compile: bool):
+        beam_size = changes.pop("beam_size", None)
+        known = exported or {}
+        if jit_compile and not known.get("jit_compile"):
+            raise ValueError(
+                f"{where} decodes as it was exported; XLA is chosen at export time: "
+                "`tf-transformer export RUN_DIR --jit-compile`."
+            )
+        exported_beam = known.get("beam_size")
+        if beam_size not in (None, 1, exported_beam):
+            beams = f"beam {exported_beam} or" if exported_beam else "its export's beam size or"
+            raise ValueError(
+                f"{where} decodes with {beams} greedily (--beam-size 1); beam size {beam_size} "
+                f"needs a new export (`tf-transformer export RUN_DIR --beam-size {beam_size}`) "
+                "or the run directory."
+            )
+        for name, value in changes.items():
+            if value is not None and value != known.get(name):
+                flag = "--" + name.replace("_", "-")
+                raise ValueError(
+                    f"{where} decodes as it was exported ({name}="
+                    f"{known.get(name, 'as exported')}); {flag} {value} needs a new export "
+                    "or the run directory."
+                )
+        self.signature = "greedy" if beam_size == 1 else "serving_default"
+
+
+class SavedModelTranslator(_Exported):
+    """An exported SavedModel, run in process (it needs only TensorFlow and TF Text)."""
+
+    def __init__(self, version_dir: Path, changes: dict, jit_compile: bool):
+        from tf_transformer.inference.export import DECODING_FILE
+
+        recorded = version_dir / DECODING_FILE
+        exported = json.loads(recorded.read_text()) if recorded.is_file() else None
+        super().__init__(f"the SavedModel {version_dir}", exported, changes, jit_compile)
         import tensorflow as tf
         import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
 
-        name = "greedy" if beam_size == 1 else "serving_default"
-        signature = tf.saved_model.load(str(version_dir)).signatures[name]
+        self.loaded = tf.saved_model.load(str(version_dir))
+        self.description = f"SavedModel {version_dir} (signature {self.signature})"
 
-        def translate(sentences: list[str]) -> list[str]:
-            if not sentences:
-                return []
-            out = signature(sentences=tf.constant(sentences, tf.string))["translations"]
-            return [text.decode("utf-8") for text in out.numpy()]
+    def translate(self, sentences: list[str]) -> list[str]:
+        import tensorflow as tf
 
-        return translate, f"SavedModel {version_dir} (signature {name})"
+        if not sentences:
+            return []
+        signature = self.loaded.signatures[self.signature]
+        return _texts(signature(sentences=tf.constant(list(sentences), tf.string))["translations"])
 
-    from tf_transformer.run_dir import RunDir
+    def attention(self, sentence: str) -> Attention:
+        import tensorflow as tf
 
-    run = RunDir(path)
+        out = self.loaded.signatures["attention"](sentence=tf.constant(sentence))
+        weights = out["attention_weights"]
+        return weights, _texts(out["source_tokens"]), _texts(out["target_tokens"])
+
+
+class ServerTranslator(_Exported):
+    """A model served by TF Serving's REST API (`tf_transformer.inference.serving`)."""
+
+    def __init__(self, url: str, model_name: str, changes: dict, batch_size: int):
+        super().__init__(f"the served model {model_name!r}", None, changes, jit_compile=False)
+        from tf_transformer.inference.serving import ServingClient
+
+        self.client = ServingClient(
+            url, model_name, signature=self.signature, batch_size=batch_size
+        )
+        self.description = f"TF Serving {url}, model {model_name} (signature {self.signature})"
+
+    def translate(self, sentences: list[str]) -> list[str]:
+        return self.client.translate(list(sentences))
+
+    def attention(self, sentence: str) -> Attention:
+        raise ValueError(
+            "attention plots need the model itself: open the run directory or the exported "
+            "SavedModel instead of the server."
+        )
+
+
+def open_translator(
+    source: str | Path,
+    *,
+    beam_size: int | None = None,
+    length_penalty: float | None = None,
+    max_source_tokens: int | None = None,
+    max_new_tokens: int | None = None,
+    checkpoint: str | None = None,
+    jit_compile: bool = False,
+    model_name: str = "transformer",
+    batch_size: int = 32,
+):
+    """Opens a translator on a run directory, a SavedModel or a TF Serving URL.
+
+    Settings left at None take the backend's own: `DecodeConfig`'s defaults for a run
+    directory, the export's for a SavedModel or a server.
+
+    Args:
+      source: a run directory, a SavedModel (version directory or base path: its highest
+        version), or an `http(s)://` TF Serving REST address.
+      beam_size, length_penalty, max_source_tokens, max_new_tokens: `DecodeConfig` fields.
+        A SavedModel or server takes `beam_size=1` (its `greedy` signature) or its export's
+        beam size, and nothing else that differs from its export.
+      checkpoint: run directories only: best|averaged|latest|PREFIX (`RunDir.checkpoint`).
+      jit_compile: XLA decoding: a run directory compiles per input shape; a SavedModel must
+        have been exported with `--jit-compile`.
+      model_name: the served model's name (servers only).
+      batch_size: sentences per request (servers only).
+
+    Returns:
+      An object with `.translate(list[str]) -> list[str]`, `.attention(str)` and
+      `.description` (one line saying what runs).
+
+    Raises:
+      ValueError: a setting the backend cannot honour, or a bad value.
+      FileNotFoundError: `source` is neither a run directory nor a SavedModel.
+    """
+    changes = {
+        "beam_size": beam_size,
+        "length_penalty": length_penalty,
+        "max_source_tokens": max_source_tokens,
+        "max_new_tokens": max_new_tokens,
+    }
+    config = DecodeConfig().replace(**{k: v for k, v in changes.items() if v is not None})
+    text = str(source)
+    if text.startswith(("http://", "https://")):
+        if checkpoint is not None:
+            raise ValueError("--checkpoint is for run directories; a server has one model.")
+        return ServerTranslator(text, model_name, changes, batch_size)
+    path = Path(source)
+    version_dir = saved_model_version(path)
+    if version_dir is not None:
+        if checkpoint is not None:
+            raise ValueError(
+                f"{version_dir} is an exported SavedModel with one set of weights; --checkpoint "
+                "is for run directories."
+            )
+        return SavedModelTranslator(version_dir, changes, jit_compile)
     if not path.is_dir():
         raise FileNotFoundError(f"{path} is neither a run directory nor an exported SavedModel.")
-    run.read_config()  # a clear error before TensorFlow loads anything
-    from tf_transformer.inference.translator import Translator
+    return RunTranslator(path, config, checkpoint, jit_compile)
 
-    tokenizers = run.load_tokenizers()
-    which, checkpoint = run.checkpoint(checkpoint)
-    translator = Translator(
-        tokenizers,
-        run.load_model(checkpoint),
-        max_length=max_length,
-        beam_size=beam_size,
-        alpha=length_penalty,
-    )
-    mode = "greedy" if beam_size == 1 else f"beam {beam_size}, alpha {length_penalty}"
-    return translator.translate_batch, f"run {path} ({which} checkpoint {checkpoint}, {mode})"
+
+def load_translate_fn(path: str | Path, **settings) -> tuple[TranslateFn, str]:
+    """`(translate, description)` of `open_translator(path, **settings)`."""
+    translator = open_translator(path, **settings)
+    return translator.translate, translator.description

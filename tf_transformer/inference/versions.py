@@ -1,0 +1,74 @@
+"""TF Serving's model base path: numbered version directories, each written atomically."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+
+def existing_versions(base_dir: str | Path) -> list[int]:
+    """The integer version directories under `base_dir`, sorted (none if it does not exist)."""
+    base_dir = Path(base_dir)
+    if not base_dir.is_dir():
+        return []
+    return sorted(int(p.name) for p in base_dir.iterdir() if p.name.isdigit() and p.is_dir())
+
+
+def next_version(base_dir: str | Path) -> int:
+    """One more than the highest existing version, or 1."""
+    versions = existing_versions(base_dir)
+    return versions[-1] + 1 if versions else 1
+
+
+def check_version(base_dir: str | Path, version: int | None) -> Path:
+    """The directory version `version` (None: the next free one) would be written to.
+
+    Raises:
+        FileExistsError: the version exists.
+        ValueError: the version is not a positive integer.
+    """
+    base_dir = Path(base_dir)
+    if version is None:
+        version = next_version(base_dir)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ValueError(f"version must be a positive integer, got {version!r}.")
+    final = base_dir / str(version)
+    if final.exists():
+        raise FileExistsError(
+            f"{final} exists; versions are never overwritten. Omit --version to write version "
+            f"{next_version(base_dir)}."
+        )
+    return final
+
+
+def write_version(base_dir: str | Path, version: int | None, save) -> Path:
+    """Writes one version directory atomically: `save(tmp_dir)`, then a rename into place.
+
+    Args:
+        base_dir: the model base path (created if needed).
+        version: the version number; None for `next_version`.
+        save: a function writing a SavedModel into the directory it is given.
+
+    Returns:
+        The version directory.
+
+    Raises:
+        FileExistsError: when the version exists (nothing is touched).
+        ValueError: for a version that is not a positive integer.
+    """
+    base_dir = Path(base_dir)
+    final = check_version(base_dir, version)
+    version = int(final.name)
+    base_dir.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{version}-", dir=base_dir))
+    try:
+        save(str(tmp))
+        if final.exists():  # another export won the race while this one was saving
+            raise FileExistsError(f"{final} appeared while exporting; not overwritten.")
+        os.rename(tmp, final)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final
