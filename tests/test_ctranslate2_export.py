@@ -108,3 +108,27 @@ def test_a_vocabulary_that_does_not_fit_the_model_is_refused(tmp_path):
     with pytest.raises(ValueError, match="target vocabulary"):
         export_ctranslate2((model, synthetic_tokenizers(40, 49)), tmp_path / "ct2")
     assert not (tmp_path / "ct2").exists()
+
+
+@pytest.mark.slow
+def test_cli_export_format_ctranslate2_writes_a_loadable_model(tmp_path, capsys):
+    from tests.export_helpers import tiny_run_dir
+    from tf_transformer.cli import main
+
+    out = tmp_path / "ct2"
+    assert (
+        main(["export", str(tiny_run_dir().root), "--format", "ctranslate2", "--out", str(out)])
+        == 0
+    )
+    assert "Exported a CTranslate2 model to" in capsys.readouterr().out
+    assert {"model.bin", "config.json"} <= {p.name for p in out.iterdir()}
+    translator = ctranslate2.Translator(str(out), device="cpu")
+    assert translator.translate_batch([["[UNK]"]], beam_size=1, max_decoding_length=4)
+    # Never overwritten; decoding flags are refused (CTranslate2 takes them when translating).
+    assert (
+        main(["export", str(tiny_run_dir().root), "--format", "ctranslate2", "--out", str(out)])
+        == 2
+    )
+    assert "never overwritten" in capsys.readouterr().err
+    assert main(["export", "x", "--format", "ctranslate2", "--beam-size", "2"]) == 2
+    assert "drop the decoding flags" in capsys.readouterr().err

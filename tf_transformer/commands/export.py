@@ -44,6 +44,19 @@ def register(subparsers) -> None:
         help="Version number (default: the next free one).",
     )
     parser.add_argument("--checkpoint", default=None, metavar="CHECKPOINT", help=CHECKPOINT_HELP)
+    parser.add_argument(
+        "--format",
+        choices=("savedmodel", "ctranslate2"),
+        default="savedmodel",
+        help="savedmodel (TF Serving, default) or ctranslate2: a CTranslate2 model directory "
+        "with the vocabularies, written to --out (default: saved_models/<RUN_DIR name>-ct2); "
+        "needs `pip install '.[ctranslate2]'`.",
+    )
+    parser.add_argument(
+        "--quantization",
+        default=None,
+        help="With --format ctranslate2: CTranslate2 weight quantization (e.g. int8, float16).",
+    )
     add_decoding_arguments(
         parser,
         "Baked into the graph: --beam-size is serving_default's (the greedy signature is always "
@@ -84,6 +97,11 @@ def batch_sizes(text: str) -> tuple[int, ...]:
 
 def run(args: argparse.Namespace) -> int:
     from tf_transformer.cli import CLIError
+
+    if args.format == "ctranslate2":
+        return export_ctranslate2(args)
+    if args.quantization:
+        raise CLIError("--quantization is for --format ctranslate2.")
 
     if args.warmup_batch_sizes and not args.jit_compile:
         # A graph export warms up with one request per signature: every shape runs alike.
@@ -139,3 +157,42 @@ def serving_commands(base: Path, *, jit_compile: bool = False) -> str:
         "Or without a server:\n"
         f'  tf-transformer translate {shlex.quote(str(base))} "o gato bebe ."'
     )
+
+
+def export_ctranslate2(args: argparse.Namespace) -> int:
+    """`--format ctranslate2`: the run's weights and vocabularies as a CTranslate2 model."""
+    import importlib.util
+
+    from tf_transformer.cli import CLIError
+
+    ignored = [
+        flag
+        for flag, value in (
+            ("--jit-compile", args.jit_compile),
+            ("--version", args.version),
+            ("--warmup-batch-sizes", args.warmup_batch_sizes),
+        )
+        if value
+    ]
+    if ignored:
+        raise CLIError(f"{', '.join(ignored)}: SavedModel options, not for --format ctranslate2.")
+    if any(value is not None for value in decoding_settings(args).values()):
+        raise CLIError(
+            "a CTranslate2 model takes its decoding settings at translation time "
+            "(ctranslate2.Translator.translate_batch): drop the decoding flags."
+        )
+    if importlib.util.find_spec("ctranslate2") is None:
+        raise CLIError("--format ctranslate2 needs CTranslate2: pip install '.[ctranslate2]'.")
+    from tf_transformer.inference.ctranslate2_export import export_ctranslate2 as convert
+    from tf_transformer.run_dir import RunDir
+
+    out = Path(args.out or Path("saved_models") / f"{Path(args.run_dir).resolve().name}-ct2")
+    if out.exists():
+        raise FileExistsError(f"{out} exists; a CTranslate2 export is never overwritten.")
+    with model_loading(args.run_dir):
+        run_dir = RunDir(args.run_dir)
+        run_dir.read_config()
+        which, checkpoint = run_dir.checkpoint(args.checkpoint)
+        path = convert(args.run_dir, out, quantization=args.quantization, checkpoint=checkpoint)
+    print(f"Exported a CTranslate2 model to {path} from the {which} checkpoint {checkpoint}")
+    return 0
