@@ -50,10 +50,11 @@ class RunTranslator:
             tokenizers, run.load_model(self.checkpoint_path), config, jit_compile=jit_compile
         )
         config = self.translator.config
-        mode = "greedy" if config.beam_size == 1 else f"beam {config.beam_size}"
+        mode = "greedy"
+        if config.beam_size > 1:
+            mode = f"beam {config.beam_size}, alpha {config.length_penalty}"
         self.description = (
-            f"run {path} ({self.checkpoint_name} checkpoint {self.checkpoint_path}, {mode}, "
-            f"alpha {config.length_penalty})"
+            f"run {path} ({self.checkpoint_name} checkpoint {self.checkpoint_path}, {mode})"
         )
 
     def translate(self, sentences: list[str]) -> list[str]:
