@@ -142,6 +142,7 @@ class TrainConfig(_DictConfig):
     max_tokens: int = 128  # tokens kept per training sentence (the tutorial's MAX_TOKENS)
     vocab_size: int = 8000  # target size of each WordPiece vocabulary
     token_budget: int = 4096  # tokens per batch (source or target side, padding included)
+    accumulate_steps: int = 1  # batches per replica summed into one optimizer update
     shuffle_buffer: int = 20000  # sentence pairs shuffled per epoch
     seed: int = 0  # weights, dropout and the per-epoch shuffle order
     checkpoint_every: int = 500  # steps between checkpoints (and one at each epoch end)
@@ -162,7 +163,13 @@ class TrainConfig(_DictConfig):
             raise ValueError(f"epochs must be positive, got {self.epochs}.")
         if self.epochs is None and self.max_steps is None and self.max_minutes is None:
             raise ValueError("With epochs=None, set max_steps or max_minutes to end training.")
-        for name in ("warmup_steps", "max_tokens", "vocab_size", "token_budget"):
+        for name in (
+            "warmup_steps",
+            "max_tokens",
+            "vocab_size",
+            "token_budget",
+            "accumulate_steps",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}.")
         for name in ("checkpoint_every", "keep_checkpoints", "log_every", "shuffle_buffer"):

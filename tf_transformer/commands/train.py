@@ -22,6 +22,7 @@ TRAIN_FLAGS = (
     "label_smoothing",
     "vocab_size",
     "token_budget",
+    "accumulate_steps",
     "epochs",
     "max_steps",
     "max_minutes",
@@ -43,6 +44,7 @@ RESUME_FLAGS = (
     "average_last",
     "checkpoint_every",
     "strategy",
+    "accumulate_steps",
     "eval_every",
     "patience",
 )
@@ -97,6 +99,15 @@ def register(subparsers) -> None:
     )
     model.add_argument("--vocab-size", type=positive_int, default=None, help="WordPiece target.")
     model.add_argument("--token-budget", type=positive_int, default=None, help="Tokens per batch.")
+    model.add_argument(
+        "--accumulate",
+        dest="accumulate_steps",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="Gradient accumulation: each optimizer step trains N batches per replica, as one "
+        "batch of N x --token-budget tokens (steps count updates).",
+    )
     loop = parser.add_argument_group("training", LIMITS_HELP)
     loop.add_argument(
         "--epochs",

@@ -1,4 +1,23 @@
-"""Choosing a `tf.distribute` strategy from the configuration."""
+"""`tf.distribute` for training: the strategy, which process writes, and who trains which batch.
+
+How batches are split (the custom loop and `model.fit` alike): every replica trains whole
+token-budget batches of its own. One update takes `replicas × accumulate_steps` consecutive
+batches of the epoch's sequence (a *group*), and replica `r` of worker `w` gets its own slice of
+each group (`replica_batches`), so the update is that of one batch holding the whole group: the
+loop divides the summed token losses by the group's token count (`TrainStep`). The global batch
+is thus `workers × local replicas × accumulate_steps × token_budget` tokens.
+
+Why not `experimental_distribute_dataset` with auto-sharding: FILE sharding needs at least one
+file per worker and gives workers different numbers of batches, and DATA sharding with
+rebatching splits each bucketed batch (of a size that changes from batch to batch) into
+per-replica pieces, some of them empty. Workers that run different numbers of steps hang in
+their next collective. Here each worker builds the same batch sequence (the shuffle is seeded
+with `seed + epoch`, the bucketing is deterministic) and keeps its slice of every group; the
+last, incomplete group of an epoch is completed with empty batches (no tokens, so no loss and
+no gradient), so every worker runs the same number of steps and no batch is dropped or seen
+twice. Each worker reads and tokenizes the whole corpus for this, which costs little next to
+training.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +33,12 @@ def get_strategy(name: str = "default") -> tf.distribute.Strategy:
     Args:
       name: "default" (no distribution), "mirrored" (every local GPU, or every logical CPU
         device when there is no GPU) or "multiworker" (`MultiWorkerMirroredStrategy`, the
-        cluster read from the `TF_CONFIG` environment variable).
+        cluster read from the `TF_CONFIG` environment variable; one process per machine).
+
+    With "multiworker", a worker that dies (killed, out of memory, its machine lost) stops
+    sending heartbeats to the coordination service, which runs in the chief: within about ten
+    seconds the collectives of the other workers fail with `tf.errors.UnavailableError` (the
+    training loop reports it as `WorkerLostError`) instead of waiting for ever.
 
     Raises:
       ValueError: an unknown name, or "multiworker" without a valid TF_CONFIG.
@@ -27,12 +51,130 @@ def get_strategy(name: str = "default") -> tf.distribute.Strategy:
             devices = [d.name for d in tf.config.list_logical_devices("CPU")]
         return tf.distribute.MirroredStrategy(devices=devices)
     if name == "multiworker":
-        tf_config = os.environ.get("TF_CONFIG")
-        if not tf_config:
-            raise ValueError("--strategy multiworker needs the TF_CONFIG environment variable.")
-        try:
-            json.loads(tf_config)["cluster"]
-        except (ValueError, KeyError, TypeError):
-            raise ValueError("TF_CONFIG is not JSON with a 'cluster' entry.") from None
+        cluster_and_task()  # refuses a missing or malformed TF_CONFIG in one line
         return tf.distribute.MultiWorkerMirroredStrategy()
     raise ValueError(f"Unknown strategy {name!r}; choose default, mirrored or multiworker.")
+
+
+def cluster_and_task() -> tuple[dict, dict]:
+    """`(cluster, task)` of the `TF_CONFIG` environment variable, checked.
+
+    Raises:
+      ValueError: TF_CONFIG is missing, not JSON, or lacks the cluster or this task.
+    """
+    tf_config = os.environ.get("TF_CONFIG")
+    if not tf_config:
+        raise ValueError("--strategy multiworker needs the TF_CONFIG environment variable.")
+    try:
+        config = json.loads(tf_config)
+        cluster, task = config["cluster"], config.get("task", {})
+        task_type, index = task["type"], int(task["index"])
+        cluster[task_type][index]
+    except (ValueError, KeyError, TypeError, IndexError):
+        raise ValueError(
+            "TF_CONFIG is not JSON with a 'cluster' entry and this process's 'task' "
+            '(e.g. {"cluster": {"worker": ["host0:port", "host1:port"]}, '
+            '"task": {"type": "worker", "index": 0}}).'
+        ) from None
+    return cluster, task
+
+
+def is_chief(strategy: tf.distribute.Strategy | None = None) -> bool:
+    """Whether this process writes the run directory (config, checkpoints, summaries).
+
+    The chief is the "chief" task, else worker 0 (TF_CONFIG's convention). Every process is
+    the chief unless `strategy` is a multi-worker strategy or, with `strategy=None`, the
+    `TF_CONFIG` environment variable names a cluster of more than one task.
+    """
+    if strategy is not None:
+        resolver = getattr(strategy, "cluster_resolver", None)
+        if resolver is None or not resolver.task_type:
+            return True
+        task_type, index = resolver.task_type, resolver.task_id
+        has_chief = "chief" in resolver.cluster_spec().jobs
+    else:
+        if not os.environ.get("TF_CONFIG"):
+            return True
+        cluster, task = cluster_and_task()
+        task_type, index = task["type"], int(task["index"])
+        has_chief = "chief" in cluster
+    if task_type == "chief":
+        return True
+    return task_type == "worker" and index == 0 and not has_chief
+
+
+def num_workers(strategy: tf.distribute.Strategy) -> int:
+    """Processes training together (1 unless `strategy` spans several workers)."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not resolver.task_type:
+        return 1
+    spec = resolver.cluster_spec()
+    return sum(spec.num_tasks(job) for job in ("chief", "worker") if job in spec.jobs)
+
+
+def describe_lost_worker(error: Exception) -> str:
+    """What a collective's error says about the worker that stopped, in one line."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    for i, line in enumerate(lines):
+        if "unhealthy" in line:  # the coordination service's heartbeats
+            tasks = [task for task in lines[i + 1 :] if task.startswith("/job:")]
+            return f"{', '.join(tasks) or 'a task'} stopped sending heartbeats"
+    for line in lines:
+        if "aborted by:" in line:
+            return line.split("aborted by:", 1)[1].strip()
+    return lines[0] if lines else type(error).__name__
+
+
+def empty_batch(element_spec) -> tuple:
+    """A batch of no sentences shaped like `element_spec`: every tensor `(0, 1)`.
+
+    It has no tokens, so it adds nothing to a loss sum, a token count or a gradient; it
+    completes the last group of an epoch so that every replica takes the same number of steps.
+    """
+    return tf.nest.map_structure(lambda spec: tf.zeros((0, 1), spec.dtype), element_spec)
+
+
+def replica_batches(
+    dataset: tf.data.Dataset, *, group_size: int, start: int, count: int
+) -> tf.data.Dataset:
+    """Batches `start … start + count - 1` of every group of `group_size` consecutive batches.
+
+    The last group is completed with `empty_batch`es, so every slice of every group is full:
+    the `group_size // count` slices of a dataset together hold each batch once (see the
+    module docstring for why the groups are cut this way).
+
+    Args:
+      dataset: batches `((src, tgt_in), tgt_out)`, the same sequence on every worker.
+      group_size: batches per update (`replicas × accumulate_steps`).
+      start, count: this input pipeline's slice of each group.
+    """
+    if group_size == 1:
+        return dataset
+    empty = empty_batch(dataset.element_spec)
+    padded = dataset.concatenate(tf.data.Dataset.from_tensors(empty).repeat(group_size - 1))
+    windows = padded.window(group_size, drop_remainder=True)
+    return windows.flat_map(
+        lambda *window: tf.data.Dataset.zip(window).skip(start).take(count)
+    ).prefetch(tf.data.AUTOTUNE)
+
+
+def distribute_batches(
+    strategy: tf.distribute.Strategy, dataset: tf.data.Dataset, group_size: int | None = None
+):
+    """`dataset` as the replicas of `strategy` take it: whole batches, one per replica and step.
+
+    Each step takes the next group of `group_size` batches (default: one per replica; with
+    gradient accumulation, `replicas × accumulate_steps`): worker `w` iterates its slice of
+    every group (`replica_batches`) and its local replicas take consecutive batches of it.
+    Without distribution: the plain dataset (with its last group completed).
+    """
+    group_size = group_size or strategy.num_replicas_in_sync
+    if strategy.num_replicas_in_sync == 1:
+        return replica_batches(dataset, group_size=group_size, start=0, count=group_size)
+
+    def pipeline(context: tf.distribute.InputContext) -> tf.data.Dataset:
+        count = group_size // context.num_input_pipelines
+        start = context.input_pipeline_id * count
+        return replica_batches(dataset, group_size=group_size, start=start, count=count)
+
+    return strategy.distribute_datasets_from_function(pipeline)

@@ -1,7 +1,22 @@
-"""Training with `model.fit`: compile with the paper's optimizer and loss, standard callbacks."""
+"""Training with `model.fit`: compile with the paper's optimizer and loss, standard callbacks.
+
+Gradient accumulation (`accumulate_steps` N) uses the Keras optimizer's own
+`gradient_accumulation_steps`: every fit step trains one batch per replica, and every N-th
+applies the *mean* of the N batches' gradients. Each batch's loss is its own token mean, so
+a batch weighs 1/N however many tokens it holds: the update is that of one batch holding the
+N only when they hold equal numbers of tokens. With token-budget batches they roughly do
+(a batch of long sentences holds fewer sentences), but a short last batch of a bucket counts
+as much as a full one. The custom loop's accumulation is exact (a token-weighted sum, see
+`TrainStep`); so is its split across replicas, where `fit` likewise averages the replicas'
+token means. Keras' schedules would see micro-batches (`optimizer._iterations`), so here the
+schedule is fed `iterations // N`: the learning rate and `optimizer.iterations` count updates.
+"""
 
 from __future__ import annotations
 
+import math
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -10,11 +25,72 @@ import tensorflow as tf
 from tf_transformer.config import ModelConfig, TrainConfig
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training.checkpoints import TrainState, make_checkpoint_manager
-from tf_transformer.training.distribute import get_strategy
-from tf_transformer.training.loop import write_run_config
+from tf_transformer.training.distribute import (
+    describe_lost_worker,
+    distribute_batches,
+    get_strategy,
+    is_chief,
+    num_workers,
+)
+from tf_transformer.training.loop import WorkerLostError, write_run_config
 from tf_transformer.training.losses import MaskedAccuracy, MaskedSparseCrossEntropy
 from tf_transformer.training.mixed_precision import build_model
 from tf_transformer.training.schedule import make_optimizer
+from tf_transformer.training.train_step import dense_gradients
+
+
+@tf.keras.utils.register_keras_serializable(package="tf_transformer")
+class DenseAdam(tf.keras.optimizers.Adam):
+    """Adam that applies embedding gradients as dense tensors (see `dense_gradients`): the
+    same update as the custom loop's, not one Adam moment update per token occurrence."""
+
+    def apply(self, grads, trainable_variables=None):
+        return super().apply(dense_gradients(list(grads)), trainable_variables)
+
+
+@tf.keras.utils.register_keras_serializable(package="tf_transformer")
+class UpdateSchedule(tf.keras.optimizers.schedules.LearningRateSchedule):
+    """`schedule(step // accumulate_steps)`: a schedule of updates, fed Keras' micro-batch count.
+
+    Args:
+      schedule: a `LearningRateSchedule` of optimizer updates (e.g. `WarmupSchedule`).
+      accumulate_steps: micro-batches per update (the optimizer's
+        `gradient_accumulation_steps`).
+    """
+
+    def __init__(self, schedule, accumulate_steps: int):
+        super().__init__()
+        self.schedule = schedule
+        self.accumulate_steps = int(accumulate_steps)
+
+    def __call__(self, step):
+        return self.schedule(tf.math.floordiv(step, self.accumulate_steps))
+
+    def get_config(self) -> dict:
+        return {
+            "schedule": tf.keras.utils.serialize_keras_object(self.schedule),
+            "accumulate_steps": self.accumulate_steps,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        schedule = tf.keras.utils.deserialize_keras_object(config["schedule"])
+        return cls(schedule, config["accumulate_steps"])
+
+
+def fit_optimizer(d_model: int, train_config: TrainConfig) -> tf.keras.optimizers.Optimizer:
+    """`make_optimizer`'s Adam as a `DenseAdam`, with Keras gradient accumulation when
+    `train_config.accumulate_steps` > 1 (its schedule then counts updates)."""
+    optimizer = make_optimizer(d_model, train_config)
+    scaled = isinstance(optimizer, tf.keras.mixed_precision.LossScaleOptimizer)
+    adam = optimizer.inner_optimizer if scaled else optimizer
+    config = adam.get_config()
+    steps = train_config.accumulate_steps
+    if steps > 1:
+        config["learning_rate"] = UpdateSchedule(adam._learning_rate, steps)
+        config["gradient_accumulation_steps"] = steps
+    adam = DenseAdam.from_config(config)
+    return tf.keras.mixed_precision.LossScaleOptimizer(adam) if scaled else adam
 
 
 def compile_model(model: tf.keras.Model, train_config: TrainConfig) -> tf.keras.Model:
@@ -23,7 +99,7 @@ def compile_model(model: tf.keras.Model, train_config: TrainConfig) -> tf.keras.
     Call it inside the strategy scope the model was built in.
     """
     model.compile(
-        optimizer=make_optimizer(model.d_model, train_config),
+        optimizer=fit_optimizer(model.d_model, train_config),
         loss=MaskedSparseCrossEntropy(label_smoothing=train_config.label_smoothing),
         metrics=[MaskedAccuracy()],
     )
@@ -65,6 +141,23 @@ def fit_paths(run_dir: str | Path | RunDir) -> dict[str, Path]:
         "model": run.root / "fit" / "model.keras",
         "backup": run.root / "fit" / "backup",
     }
+
+
+def _stack_step_logs(model: tf.keras.Model) -> None:
+    """Gives each of `model`'s fit/evaluate step logs a leading axis of 1.
+
+    Keras 3 averages a step's logs over the workers of a `MultiWorkerMirroredStrategy` with
+    `strategy.reduce("MEAN", value, axis=0)`, which fails on scalar metrics ("Invalid
+    reduction dimension 0 for input with 0 dimensions", keras-team/keras#20585). With the
+    axis, the mean over it is the mean over the replicas, a scalar again.
+    """
+    train_step, test_step = model.train_step, model.test_step
+
+    def stacked(logs):
+        return tf.nest.map_structure(lambda value: value[tf.newaxis], logs)
+
+    model.train_step = lambda data: stacked(train_step(data))
+    model.test_step = lambda data: stacked(test_step(data))
 
 
 def make_callbacks(
@@ -127,6 +220,12 @@ def fit(
     After fitting, the model and optimizer are also saved as a `checkpoints/` checkpoint, so
     `RunDir.load_model` (translate, evaluate, export) reads a fitted run like any other.
 
+    Under a multi-replica strategy each replica trains whole batches of its own (see
+    `tf_transformer.training.distribute`). Under a multi-worker one only the chief writes the
+    run directory; the other workers' callbacks write into a temporary directory, removed at
+    the end, that starts from a copy of the chief's `fit/backup` (so `BackupAndRestore`
+    resumes every worker at the same epoch).
+
     Args:
       run_dir: the run directory.
       model_config: the model, with the real vocabulary sizes.
@@ -141,34 +240,78 @@ def fit(
 
     Returns:
       `(model, history)`.
+
+    Raises:
+      WorkerLostError: another worker of a multi-worker job stopped.
     """
     run = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
-    write_run_config(run, model_config, train_config, data)
-    tf.keras.utils.set_random_seed(train_config.seed)
     strategy = strategy or get_strategy(train_config.strategy)
+    chief = is_chief(strategy)
+    if chief:
+        write_run_config(run, model_config, train_config, data)
+    tf.keras.utils.set_random_seed(train_config.seed)
     with strategy.scope():
         model = compile_model(build_model(model_config, train_config.mixed_precision), train_config)
+        # Here, not in fit's first step: a strategy's variables cannot be made inside it.
+        model.optimizer.build(model.trainable_variables)
     dataset = train_ds(0) if callable(train_ds) else train_ds
+    steps_per_epoch = None
+    if strategy.num_replicas_in_sync > 1:  # whole batches per replica, as in the custom loop
+        # Keras takes the next batch inside its compiled step: at the end of a distributed
+        # dataset that step fails after the optimizer's step counter has advanced (a step
+        # without an update, which shifts the learning-rate schedule). An endless stream
+        # (reshuffled at each pass) cut into epochs of one pass's steps never ends in a step.
+        counted = train_ds(0) if callable(train_ds) else dataset  # keeps `dataset`'s orders
+        batches = int(counted.reduce(0, lambda count, _: count + 1))
+        steps_per_epoch = max(math.ceil(batches / strategy.num_replicas_in_sync), 1)
+        dataset = distribute_batches(strategy, dataset.repeat())
+        val_ds = None if val_ds is None else distribute_batches(strategy, val_ds)
+    writes = run
+    if not chief:
+        writes = RunDir(tempfile.mkdtemp(prefix="tf_transformer_worker_"))
+        if fit_paths(run)["backup"].is_dir():
+            shutil.copytree(fit_paths(run)["backup"], fit_paths(writes)["backup"])
     callbacks = make_callbacks(
-        run,
+        writes,
         validation=val_ds is not None,
         early_stopping_patience=early_stopping_patience,
         max_steps=train_config.max_steps,
         max_minutes=train_config.max_minutes,
     )
-    history = model.fit(
-        dataset,
-        validation_data=val_ds,
-        # epochs=None: the step or time limit ends `fit` (a callback sets stop_training).
-        epochs=train_config.epochs or _UNBOUNDED_EPOCHS,
-        callbacks=callbacks,
-        verbose=verbose,
-    )
-    state = TrainState()
-    state.step.assign(int(model.optimizer.iterations.numpy()))
-    state.epoch.assign(len(history.epoch))
-    manager = make_checkpoint_manager(
-        run.checkpoints_path, model=model, optimizer=model.optimizer, state=state
-    )
-    manager.save(checkpoint_number=state.step)
+    # Keras 3 "symbolically builds" a model made under a strategy by averaging the first
+    # distributed batch over the replicas, which fails when they hold batches of different
+    # shapes (and across workers). Unset, `fit` finds the strategy in the scope around it
+    # and builds the loss and metrics when it traces its step.
+    model._distribute_strategy = None
+    if num_workers(strategy) > 1:
+        _stack_step_logs(model)
+    try:
+        with strategy.scope():
+            history = model.fit(
+                dataset,
+                validation_data=val_ds,
+                # epochs=None: the step or time limit ends `fit` (a callback sets stop_training).
+                epochs=train_config.epochs or _UNBOUNDED_EPOCHS,
+                steps_per_epoch=steps_per_epoch,
+                callbacks=callbacks,
+                verbose=verbose,
+            )
+        state = TrainState()
+        state.step.assign(int(model.optimizer.iterations.numpy()))
+        state.epoch.assign(len(history.epoch))
+        manager = make_checkpoint_manager(
+            writes.checkpoints_path, model=model, optimizer=model.optimizer, state=state
+        )
+        manager.save(checkpoint_number=state.step)
+    except (tf.errors.UnavailableError, tf.errors.CancelledError, tf.errors.AbortedError) as error:
+        if num_workers(strategy) == 1:
+            raise
+        raise WorkerLostError(
+            f"a worker of the multi-worker job stopped ({describe_lost_worker(error)}); "
+            "relaunch every worker with --resume to continue from the last epoch "
+            f"({fit_paths(run)['backup']})."
+        ) from None
+    finally:
+        if not chief:
+            shutil.rmtree(writes.root, ignore_errors=True)
     return model, history

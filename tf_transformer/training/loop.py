@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +23,7 @@ from tf_transformer.training.checkpoints import (
     average_checkpoints,
     make_checkpoint_manager,
 )
-from tf_transformer.training.distribute import get_strategy
+from tf_transformer.training.distribute import describe_lost_worker, get_strategy, is_chief
 from tf_transformer.training.mixed_precision import build_model
 from tf_transformer.training.schedule import make_optimizer
 from tf_transformer.training.summaries import write_scalar
@@ -42,6 +44,15 @@ class NonFiniteLossError(FloatingPointError, TransformerError):
     """The loss became NaN or infinite; the run stopped without saving that state."""
 
 
+class WorkerLostError(RuntimeError, TransformerError):
+    """Another worker of a multi-worker job stopped (killed, crashed); this one stopped too."""
+
+
+# What a collective raises in the surviving workers when a peer dies (the coordination
+# service's heartbeats, or a connection refused).
+_PEER_ERRORS = (tf.errors.UnavailableError, tf.errors.CancelledError, tf.errors.AbortedError)
+
+
 @dataclasses.dataclass
 class TrainResult:
     """What `train` did.
@@ -51,8 +62,9 @@ class TrainResult:
       step: optimizer steps taken in total (across resumes).
       epoch: completed epochs.
       stopped_by: "SIGINT"/"SIGTERM" when a signal stopped the run, "max_steps",
-        "max_minutes" (the wall-clock budget), "patience" (dev BLEU stopped improving), or
-        None when all epochs ran.
+        "max_minutes" (the wall-clock budget), "patience" (dev BLEU stopped improving),
+        "another worker" (a signal or time budget seen by another worker of a multi-worker
+        job), or None when all epochs ran.
       checkpoint: the last checkpoint written (or restored).
       averaged_checkpoint: the averaged checkpoint, when `average_last` asked for one.
       history: one dict per epoch finished in this call (loss, accuracy, val_loss, ...).
@@ -123,6 +135,14 @@ def train(
     dropout 0 and `train_ds` a function of the epoch (see `epoch_batches`), an interrupted
     and resumed run ends with the same weights as an uninterrupted one.
 
+    With `accumulate_steps` N, each step (optimizer update) trains on N batches per replica,
+    as one batch holding them all (see `TrainStep`); `step` counts updates. Under a
+    multi-worker strategy only the chief writes config.json, checkpoints and summaries; the
+    other workers save into temporary directories, removed at the end (every worker must take
+    part in a save), and all restore from the chief's `checkpoints/`, so the run directory
+    must be on a file system they share. A worker that dies makes the others raise
+    `WorkerLostError`; relaunching every worker resumes from the last checkpoint.
+
     Checkpoints every `checkpoint_every` steps, at each epoch end and when stopping. SIGINT or
     SIGTERM finishes the current step, saves and returns (`stopped_by` names the signal).
     `max_minutes` bounds the wall time of this call (model building and tracing included):
@@ -152,34 +172,61 @@ def train(
 
     Raises:
       NonFiniteLossError: the loss became NaN/inf (the last good checkpoint is kept).
+      WorkerLostError: another worker of a multi-worker job stopped.
       ValueError: `run_dir` holds checkpoints of a different model configuration.
     """
     started = time.monotonic()
     run = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
-    write_run_config(run, model_config, train_config, data)
-    tf.keras.utils.set_random_seed(train_config.seed)
     strategy = strategy or get_strategy(train_config.strategy)
+    chief = is_chief(strategy)
+    if chief:
+        write_run_config(run, model_config, train_config, data)
+    tf.keras.utils.set_random_seed(train_config.seed)
     with strategy.scope():
         model = build_model(model_config, train_config.mixed_precision)
         optimizer = make_optimizer(model_config.d_model, train_config)
         optimizer.build(model.trainable_variables)
         state = TrainState()
+    # Non-chief workers save like the chief (a save may hold collectives) into a directory of
+    # their own, removed at the end (the tf.distribute multi-worker guide's pattern).
+    scratch = None if chief else Path(tempfile.mkdtemp(prefix="tf_transformer_worker_"))
     manager = make_checkpoint_manager(
-        run.checkpoints_path,
+        run.checkpoints_path if chief else scratch / "checkpoints",
         model=model,
         optimizer=optimizer,
         state=state,
         max_to_keep=max(train_config.keep_checkpoints, train_config.average_last),
     )
-    if manager.latest_checkpoint:
-        manager.checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+    latest = run.latest_checkpoint()
+    if latest:
+        manager.checkpoint.restore(latest).assert_existing_objects_matched()
     steps = TrainStep(
-        model, optimizer, label_smoothing=train_config.label_smoothing, strategy=strategy
+        model,
+        optimizer,
+        label_smoothing=train_config.label_smoothing,
+        strategy=strategy,
+        accumulate_steps=train_config.accumulate_steps,
     )
-    loop = _Loop(run, train_config, steps, state, manager, progress, on_step, started)
+    loop = _Loop(run, train_config, steps, state, manager, progress, on_step, started, chief)
+    loop.last_checkpoint = latest
     loop.validate = validate if train_config.eval_every else None
-    with StopSignal() as stop:
-        result = loop.run(train_ds, val_ds, stop)
+    try:
+        with StopSignal() as stop:
+            result = loop.run(train_ds, val_ds, stop)
+    except _PEER_ERRORS as error:
+        if not steps.multi_worker:
+            raise
+        raise WorkerLostError(
+            f"a worker of the multi-worker job stopped ({describe_lost_worker(error)}); this "
+            f"worker stopped at step {loop.step}. Relaunch every worker with --resume to "
+            f"continue from the last checkpoint ({run.latest_checkpoint()})."
+        ) from None
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+    if not chief:
+        result.checkpoint = run.latest_checkpoint()
+        return result
     result.evaluations = [evaluation.to_dict() for evaluation in loop.evaluations]
     result.eval_seconds = sum(evaluation.seconds for evaluation in loop.evaluations)
     result.best_checkpoint = run.latest_checkpoint("best")
@@ -197,7 +244,9 @@ def train(
 class _Loop:
     """The epoch/step loop of `train`, with its logging and checkpointing."""
 
-    def __init__(self, run, train_config, steps, state, manager, progress, on_step, started):
+    def __init__(
+        self, run, train_config, steps, state, manager, progress, on_step, started, chief=True
+    ):
         self.config = train_config
         minutes = train_config.max_minutes
         self.deadline = None if minutes is None else started + 60.0 * minutes
@@ -206,8 +255,12 @@ class _Loop:
         self.manager = manager
         self.progress = progress
         self.on_step = on_step
-        self.train_writer = tf.summary.create_file_writer(str(run.logs_path / "train"))
-        self.val_writer = tf.summary.create_file_writer(str(run.logs_path / "validation"))
+        self.chief = chief  # writes the run directory; runs the validation hook
+        if chief:
+            self.train_writer = tf.summary.create_file_writer(str(run.logs_path / "train"))
+            self.val_writer = tf.summary.create_file_writer(str(run.logs_path / "validation"))
+        else:
+            self.train_writer = self.val_writer = tf.summary.create_noop_writer()
         self.last_checkpoint = manager.latest_checkpoint
         self.validate: Validate | None = None
         self.evaluations: list[Evaluation] = []
@@ -230,6 +283,17 @@ class _Loop:
     def out_of_time(self) -> bool:
         return self.deadline is not None and time.monotonic() >= self.deadline
 
+    def stop_reason(self, stop: StopSignal, *, step_done: bool = True) -> str | None:
+        """Why to stop after this step, agreed by every worker; None to go on."""
+        local = stop.requested or self.out_of_time()
+        if not self.steps.any_worker(local) and not (step_done and self.done()):
+            return None
+        if stop.requested:
+            return stop.requested
+        if step_done and self.done():
+            return "max_steps"
+        return "max_minutes" if self.out_of_time() else "another worker"
+
     def run(self, train_ds: Batches, val_ds, stop: StopSignal) -> TrainResult:
         history = []
         stopped_by = "max_steps" if self.done() else None
@@ -251,6 +315,7 @@ class _Loop:
         epoch = int(self.state.epoch.numpy())
         position = int(self.state.position.numpy())
         dataset = train_ds(epoch) if callable(train_ds) else train_ds
+        # `position` counts the batches of the epoch's sequence already trained on.
         dataset = dataset.map(_as_int64).skip(position)
         bar = tqdm(
             desc=f"epoch {epoch + 1}" + (f"/{self.config.epochs}" if self.config.epochs else ""),
@@ -262,8 +327,10 @@ class _Loop:
         totals = _Totals()
         interval = _Totals()
         try:
-            for batch in self.steps.distribute(dataset):
-                sums = {key: float(value) for key, value in self.steps.train_step(batch).items()}
+            for micro_batches in self.steps.updates(dataset):
+                sums = {
+                    key: float(value) for key, value in self.steps.update(micro_batches).items()
+                }
                 if not math.isfinite(sums["loss_sum"]):
                     raise NonFiniteLossError(
                         f"the loss became {sums['loss_sum']} at step {self.step + 1} (epoch "
@@ -272,28 +339,31 @@ class _Loop:
                         "or train in float32."
                     )
                 self.state.step.assign_add(1)
-                self.state.position.assign_add(1)
+                self.state.position.assign_add(self.steps.group_size)
                 totals.add(sums)
                 interval.add(sums)
-                bar.update(1)
+                bar.update(self.steps.group_size)
                 bar.set_postfix(totals.postfix(), refresh=False)
                 if self.on_step is not None:
                     self.on_step(self.step, _Totals.of(sums))
                 if self.step % self.config.log_every == 0:
                     self.log_train(interval)
                     interval = _Totals()
-                if stop.requested or self.done() or self.out_of_time():
+                reason = self.stop_reason(stop)
+                if reason is not None:
                     self.save()
-                    if self.done() and not stop.requested and self.eval_due():
+                    if reason == "max_steps" and self.eval_due():
                         self.evaluate()  # the last step is a scheduled evaluation
-                    return stop.requested or ("max_steps" if self.done() else "max_minutes")
+                    return reason
                 if self.step % self.config.checkpoint_every == 0 or self.eval_due():
                     self.save()
                 if self.eval_due():
                     if self.evaluate():
                         return "patience"
-                    if self.out_of_time():  # the evaluation spent the rest of the budget
-                        return "max_minutes"
+                    # The evaluation may have spent the rest of the budget.
+                    reason = self.stop_reason(stop, step_done=False)
+                    if reason is not None:
+                        return reason
         finally:
             bar.close()
         return stop.requested
@@ -302,14 +372,19 @@ class _Loop:
         return self.validate is not None and self.step % self.config.eval_every == 0
 
     def evaluate(self) -> bool:
-        """Runs the validation hook on the current weights; True when it says stop."""
+        """Runs the validation hook on the current weights; True when it says stop.
+
+        In a multi-worker job only the chief evaluates; the others wait for its verdict.
+        """
+        if not self.chief:
+            return self.steps.any_worker(False)
         with self.val_writer.as_default():
             evaluation = self.validate(self.steps.model, self.step)
         self.val_writer.flush()
         self.evaluations.append(evaluation)
         if self.progress:
             tqdm.write(evaluation.line())
-        return evaluation.stop
+        return self.steps.any_worker(evaluation.stop)
 
     def end_epoch(self, val_ds) -> dict:
         self.state.epoch.assign_add(1)

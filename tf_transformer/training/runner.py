@@ -18,6 +18,7 @@ import tensorflow as tf
 from tf_transformer.config import DataConfig, ModelConfig, TrainConfig
 from tf_transformer.data.pipeline import make_batches
 from tf_transformer.run_dir import RunDir
+from tf_transformer.training.distribute import get_strategy, is_chief
 from tf_transformer.training.loop import TrainResult, train
 
 
@@ -58,11 +59,21 @@ def validation_batches(pairs: tf.data.Dataset, tokenizers, train_config: TrainCo
     )
 
 
-def prepare_tokenizers(run: RunDir, pairs, data: DataConfig, train_config: TrainConfig):
-    """The run's tokenizers: reloaded when the run has them, else learnt from `pairs` and saved."""
+def prepare_tokenizers(
+    run: RunDir,
+    pairs,
+    data: DataConfig,
+    train_config: TrainConfig,
+    *,
+    reuse: bool = True,
+    save: bool = True,
+):
+    """The run's tokenizers: reloaded when the run has them (and `reuse`), else learnt from
+    `pairs` and saved (when `save`: the other workers of a multi-worker job learn the same
+    ones without saving, and never read what the chief may be writing)."""
     from tf_transformer.text.tokenizers import build_tokenizers
 
-    if run.tokenizers_path.is_dir():
+    if reuse and run.tokenizers_path.is_dir():
         return run.load_tokenizers()
     tokenizers = build_tokenizers(
         pairs,
@@ -70,7 +81,8 @@ def prepare_tokenizers(run: RunDir, pairs, data: DataConfig, train_config: Train
         source_lang=data.source_lang,
         target_lang=data.target_lang,
     )
-    tokenizers.save(str(run.tokenizers_path))
+    if save:
+        tokenizers.save(str(run.tokenizers_path))
     return tokenizers
 
 
@@ -134,13 +146,20 @@ def run(
     if stored and train_config is None:
         train_config = run.train_config()
     train_config = (train_config or TrainConfig()).replace(**(train_changes or {}))
+    # A multi-worker strategy configures its collectives when it is made, before TensorFlow
+    # runs anything (so before the data loads); only its chief writes the run directory.
+    had_tokenizers = run.tokenizers_path.is_dir() and not overwrite
+    strategy = strategy or get_strategy(train_config.strategy)
+    chief = is_chief(strategy)
     if train_pairs is None:
         train_pairs = data.load("train")
     if validation_pairs is None:
         validation_pairs = data.load("validation")
-    if overwrite and run.root.exists():
+    if overwrite and run.root.exists() and chief:
         shutil.rmtree(run.root)
-    tokenizers = prepare_tokenizers(run, train_pairs, data, train_config)
+    tokenizers = prepare_tokenizers(
+        run, train_pairs, data, train_config, reuse=chief or had_tokenizers, save=chief
+    )
     if stored.get("model"):
         model_config = ModelConfig.from_dict(stored["model"])
     else:

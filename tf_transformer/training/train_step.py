@@ -2,14 +2,64 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
+
 import tensorflow as tf
 
+from tf_transformer.masks import create_masks
+from tf_transformer.text.special_tokens import PAD_ID
+from tf_transformer.training.distribute import distribute_batches, num_workers
 from tf_transformer.training.losses import masked_correct_sum, masked_loss_sum
 
 IDS_SPEC = tf.TensorSpec(shape=(None, None), dtype=tf.int64)
 # ((src, tgt_in), tgt_out), as made by `tf_transformer.data.pipeline.make_batches`.
 BATCH_SPEC = ((IDS_SPEC, IDS_SPEC), IDS_SPEC)
 _SUM = tf.distribute.ReduceOp.SUM
+_SUMS = ("loss_sum", "correct", "tokens")
+
+
+def real_token_logits(model: tf.keras.Model, batch, *, training: bool):
+    """The model's logits at the real (non-PAD) target positions only, with their labels.
+
+    `model((src, tgt_in))` projects every target position to the vocabulary, padding included.
+    Here the decoder output is gathered at the real tokens first, so the largest matmul
+    (`d_model × vocab`) and the vocabulary-wide passes of the loss and the accuracy skip the
+    padding: 75% of the positions of the tutorial's padded batches of 64, ~18% of our bucketed
+    ones. PAD positions add nothing to the masked loss, so the loss and its gradients are
+    those of the full logits.
+
+    Args:
+      model: a `Transformer` (its `encoder`, `decoder` and `project`).
+      batch: `((src, tgt_in), tgt_out)` int `(batch, length)` ids.
+      training: dropout on when True.
+
+    Returns:
+      `(logits, labels)`: float32 `(1, tokens, vocab)` and `(1, tokens)`, the shapes the
+      masked losses take.
+    """
+    (src, tgt_in), tgt_out = batch
+    padding_mask, combined_mask = create_masks(src, tgt_in)
+    context, _ = model.encoder(src, padding_mask=padding_mask, training=training)
+    x, _ = model.decoder(
+        tgt_in, context, self_mask=combined_mask, cross_mask=padding_mask, training=training
+    )
+    real = tf.not_equal(tgt_out, tf.cast(PAD_ID, tgt_out.dtype))
+    logits = model.project(tf.boolean_mask(x, real))  # (tokens, vocab)
+    return logits[tf.newaxis], tf.boolean_mask(tgt_out, real)[tf.newaxis]
+
+
+def dense_gradients(gradients: list) -> list:
+    """The gradients with `tf.IndexedSlices` (embedding lookups) made dense tensors.
+
+    Keras 3's optimizers update a variable from `IndexedSlices` row by row, once per *index*:
+    a token that occurs n times in a batch gets n separate Adam moment updates (`v` sums the
+    squares of the n parts instead of squaring their sum, and `m` decays n times), so its
+    embedding row moves up to sqrt(n) times the learning rate. A dense gradient gets Adam's
+    (and the paper's) update, and the same one whether a batch is trained at once, in
+    accumulated parts or across replicas (whose all-reduce would concatenate the slices).
+    """
+    return [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in gradients]
 
 
 class TrainStep:
@@ -22,6 +72,14 @@ class TrainStep:
     `sum of the replica's token losses / global number of real tokens`; the optimizer sums
     the replicas' gradients, giving the gradient of the global token mean.
 
+    With `accumulate_steps = N > 1`, an update takes N micro-batches per replica
+    (`update`): `accumulate_step` adds each micro-batch's gradient of its summed token losses
+    to per-replica sums, and `apply_step` divides them by the token count of all the
+    micro-batches of all replicas and applies them once. The update is thus exactly that of
+    one batch holding them all (not the mean of per-micro-batch means, which would weigh a
+    short batch's tokens more), and the optimizer's step counter, which drives the
+    learning-rate schedule, counts updates.
+
     Without distribution the steps have an `input_signature` of `(None, None)` int64 specs, so
     batches of any length share one graph. Under a multi-replica strategy they take the
     per-replica values of a distributed dataset instead and use `reduce_retracing=True`, which
@@ -29,9 +87,11 @@ class TrainStep:
 
     Args:
       model: a built `Transformer`, created under `strategy.scope()`.
-      optimizer: from `tf_transformer.training.schedule.make_optimizer`, built on the model's variables.
+      optimizer: from `tf_transformer.training.schedule.make_optimizer`, built on the model's
+        variables.
       label_smoothing: ε of the loss.
       strategy: the strategy (default: the current one).
+      accumulate_steps: micro-batches per replica and update.
 
     Attributes:
       train_traces, eval_traces: how many times each step was traced (for tests).
@@ -44,11 +104,15 @@ class TrainStep:
         *,
         label_smoothing: float = 0.0,
         strategy: tf.distribute.Strategy | None = None,
+        accumulate_steps: int = 1,
     ):
+        if accumulate_steps < 1:
+            raise ValueError(f"accumulate_steps must be positive, got {accumulate_steps}.")
         self.model = model
         self.optimizer = optimizer
         self.label_smoothing = float(label_smoothing)
         self.strategy = strategy or tf.distribute.get_strategy()
+        self.accumulate_steps = int(accumulate_steps)
         self.train_traces = 0
         self.eval_traces = 0
         # No tensor-dependent Python control flow here: AutoGraph would only slow tracing.
@@ -58,16 +122,54 @@ class TrainStep:
             options = {"input_signature": [BATCH_SPEC], "autograph": False}
         self.train_step = tf.function(self._train_step, **options)
         self.eval_step = tf.function(self._eval_step, **options)
+        if self.accumulate_steps > 1:
+            self._make_accumulators()
+            self.accumulate_step = tf.function(self._accumulate_step, **options)
+            self.apply_step = tf.function(self._apply_step, autograph=False)
+        self._any_worker = tf.function(self._any_worker_step, autograph=False)
 
     @property
     def distributed(self) -> bool:
         return self.strategy.num_replicas_in_sync > 1
 
+    @property
+    def multi_worker(self) -> bool:
+        """Whether several processes train together (their loops must agree on when to stop)."""
+        return num_workers(self.strategy) > 1
+
+    @property
+    def group_size(self) -> int:
+        """Batches of the epoch's sequence that one update trains on."""
+        return self.strategy.num_replicas_in_sync * self.accumulate_steps
+
+    # Input.
+
+    def updates(self, dataset: tf.data.Dataset) -> Iterator[list]:
+        """The dataset as lists of `accumulate_steps` (distributed) micro-batches, one per update.
+
+        Each update covers the next `group_size` batches of `dataset`, each replica training
+        its own whole batches (see `tf_transformer.training.distribute`).
+        """
+        iterator = iter(distribute_batches(self.strategy, dataset, self.group_size))
+        while True:
+            micro_batches = list(itertools.islice(iterator, self.accumulate_steps))
+            if len(micro_batches) < self.accumulate_steps:
+                return
+            yield micro_batches
+
     def distribute(self, dataset: tf.data.Dataset):
-        """The dataset as the steps take it (split across replicas when distributed)."""
-        if not self.distributed:
-            return dataset
-        return self.strategy.experimental_distribute_dataset(dataset)
+        """The dataset as the steps take it, one batch per replica and step."""
+        return distribute_batches(self.strategy, dataset)
+
+    # Steps.
+
+    def update(self, micro_batches: list) -> dict[str, tf.Tensor]:
+        """One optimizer update on `accumulate_steps` micro-batches (from `updates`)."""
+        if self.accumulate_steps == 1:
+            return self.train_step(micro_batches[0])
+        for batch in micro_batches:
+            self.accumulate_step(batch)
+        return self.apply_step()
 
     def _train_step(self, batch):
         self.train_traces += 1
@@ -79,34 +181,107 @@ class TrainStep:
         sums = self.strategy.run(self._replica_eval_step, args=(batch,))
         return self._reduce(sums)
 
+    def _accumulate_step(self, batch):
+        self.train_traces += 1
+        self.strategy.run(self._replica_accumulate_step, args=(batch,))
+
+    def _apply_step(self):
+        return self._reduce(self.strategy.run(self._replica_apply_step))
+
     def _reduce(self, sums):
         return {key: self.strategy.reduce(_SUM, value, axis=None) for key, value in sums.items()}
 
+    def _global_tokens(self, tokens):
+        if not self.distributed:
+            return tokens
+        return tf.distribute.get_replica_context().all_reduce(_SUM, tokens)
+
     def _replica_train_step(self, batch):
-        (src, tgt_in), tgt_out = batch
-        context = tf.distribute.get_replica_context()
         variables = self.model.trainable_variables
         with tf.GradientTape() as tape:
-            logits = self.model((src, tgt_in), training=True)
-            loss_sum, tokens = masked_loss_sum(tgt_out, logits, self.label_smoothing)
-            global_tokens = context.all_reduce(_SUM, tokens)
-            loss = loss_sum / tf.maximum(global_tokens, 1.0)
+            logits, labels = real_token_logits(self.model, batch, training=True)
+            loss_sum, tokens = masked_loss_sum(labels, logits, self.label_smoothing)
+            loss = loss_sum / tf.maximum(self._global_tokens(tokens), 1.0)
             # Identity unless the optimizer is a LossScaleOptimizer (float16).
             scaled_loss = self.optimizer.scale_loss(loss)
-        gradients = tape.gradient(scaled_loss, variables)
+        gradients = dense_gradients(tape.gradient(scaled_loss, variables))
         self.optimizer.apply_gradients(zip(gradients, variables))
-        correct, _ = masked_correct_sum(tgt_out, logits)
+        correct, _ = masked_correct_sum(labels, logits)
         return {"loss_sum": loss_sum, "correct": correct, "tokens": tokens}
 
     def _replica_eval_step(self, batch):
-        (src, tgt_in), tgt_out = batch
-        logits = self.model((src, tgt_in), training=False)
-        loss_sum, tokens = masked_loss_sum(tgt_out, logits, self.label_smoothing)
-        correct, _ = masked_correct_sum(tgt_out, logits)
+        logits, labels = real_token_logits(self.model, batch, training=False)
+        loss_sum, tokens = masked_loss_sum(labels, logits, self.label_smoothing)
+        correct, _ = masked_correct_sum(labels, logits)
         return {"loss_sum": loss_sum, "correct": correct, "tokens": tokens}
 
+    # Gradient accumulation.
+
+    def _make_accumulators(self) -> None:
+        # Per-replica sums (ON_READ: each replica adds to its own copy, no communication until
+        # `apply_step`), not saved in checkpoints: an update never spans a checkpoint.
+        def local_sum(shape, name):
+            return tf.Variable(
+                tf.zeros(shape, tf.float32),
+                trainable=False,
+                name=name,
+                synchronization=tf.VariableSynchronization.ON_READ,
+                aggregation=tf.VariableAggregation.SUM,
+            )
+
+        with self.strategy.scope():
+            self._gradient_sums = [
+                local_sum(variable.shape, "gradient_sum")
+                for variable in self.model.trainable_variables
+            ]
+            self._metric_sums = {key: local_sum((), key) for key in _SUMS}
+
+    def _replica_accumulate_step(self, batch):
+        variables = self.model.trainable_variables
+        with tf.GradientTape() as tape:
+            logits, labels = real_token_logits(self.model, batch, training=True)
+            loss_sum, tokens = masked_loss_sum(labels, logits, self.label_smoothing)
+            # Differentiate the micro-batch's token mean (the magnitudes of an ordinary step,
+            # which float16 loss scaling expects) and weigh it by its tokens below: the sums
+            # are those of the summed token losses.
+            loss = loss_sum / tf.maximum(tokens, 1.0)
+            scaled_loss = self.optimizer.scale_loss(loss)
+        gradients = dense_gradients(tape.gradient(scaled_loss, variables))
+        for total, gradient in zip(self._gradient_sums, gradients):
+            if gradient is not None:
+                total.assign_add(gradient * tokens)
+        correct, _ = masked_correct_sum(labels, logits)
+        for key, value in zip(_SUMS, (loss_sum, correct, tokens)):
+            self._metric_sums[key].assign_add(value)
+
+    def _replica_apply_step(self):
+        variables = self.model.trainable_variables
+        sums = {key: total.read_value() for key, total in self._metric_sums.items()}
+        scale = 1.0 / tf.maximum(self._global_tokens(sums["tokens"]), 1.0)
+        gradients = [total.read_value() * scale for total in self._gradient_sums]
+        self.optimizer.apply_gradients(zip(gradients, variables))
+        for total in [*self._gradient_sums, *self._metric_sums.values()]:
+            total.assign(tf.zeros_like(total))
+        return sums
+
+    # Agreement between workers.
+
+    def any_worker(self, flag: bool) -> bool:
+        """True when `flag` is true in any worker (a collective: every worker must call it).
+
+        The loops of a multi-worker job stop together: a signal, a time budget or a patience
+        verdict seen by one worker alone would leave the others waiting in their next step.
+        Without several workers it returns `flag`.
+        """
+        if not self.multi_worker:
+            return bool(flag)
+        return bool(self._any_worker(tf.constant(float(flag))) > 0)
+
+    def _any_worker_step(self, flag):
+        return self.strategy.reduce(_SUM, self.strategy.run(tf.identity, args=(flag,)), axis=None)
+
     def evaluate(self, dataset: tf.data.Dataset) -> dict[str, float]:
-        """Mean token loss and accuracy over a (non-distributed) dataset of batches."""
+        """Mean token loss and accuracy over a dataset of batches (split among replicas)."""
         totals = {"loss_sum": 0.0, "correct": 0.0, "tokens": 0.0}
         for batch in self.distribute(dataset):
             for key, value in self.eval_step(batch).items():

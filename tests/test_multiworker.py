@@ -1,0 +1,212 @@
+"""Multi-worker training with real processes: two workers on 127.0.0.1, each with its TF_CONFIG.
+
+Each test starts two worker processes (`MultiWorkerMirroredStrategy` over gRPC, one CPU replica
+each) on the tiny preset and a 300-pair corpus. The reference is one process with the same
+global batch: `accumulate_steps=2`, i.e. the same two batches per update.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+STEPS = 30
+# 256-token batches of ~10-token sentences: ~28 batches of different sizes an epoch.
+TRAIN_CHANGES = {"max_steps": STEPS, "epochs": None, "token_budget": 256, "checkpoint_every": 10}
+CLI_FLAGS = ["--preset", "tiny", "--token-budget", "256", "--seed", "0", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    from tf_transformer.data.sample import sample_pairs
+
+    path = tmp_path_factory.mktemp("corpus") / "pairs.tsv"
+    path.write_text("".join(f"{pt}\t{en}\n" for pt, en in sample_pairs("train")[:300]))
+    return path
+
+
+def free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def worker(run_dir: str, corpus: str, fit: bool, strategy: str, accumulate_steps: int) -> None:
+    """One training process (a worker, or the one-process reference): JSON lines on stdout."""
+    from tf_transformer import training
+    from tf_transformer.config import DataConfig, get_preset, get_train_preset
+
+    config = get_train_preset("tiny").replace(
+        **TRAIN_CHANGES, strategy=strategy, accumulate_steps=accumulate_steps
+    )
+
+    def on_step(step, metrics):
+        print(json.dumps({"step": step, **metrics}), flush=True)
+
+    result = training.run(
+        run_dir,
+        DataConfig(dataset=corpus),
+        get_preset("tiny"),
+        config,
+        fit=fit,
+        progress=False,
+        on_step=on_step,
+    )
+    losses = [epoch["loss"] for epoch in result.history] if fit else []
+    print(json.dumps({"final": result.step, "fit_losses": losses}), flush=True)
+
+
+def _start(arguments: list[str], index: int, ports: list[int], tmp: Path) -> subprocess.Popen:
+    """Worker `index` of a cluster on `ports`, with its own TF_CONFIG and temporary folder."""
+    cluster = {"worker": [f"127.0.0.1:{port}" for port in ports]}
+    tf_config = {"cluster": cluster, "task": {"type": "worker", "index": index}}
+    temporary = tmp / f"tmp-worker{index}"
+    temporary.mkdir(parents=True, exist_ok=True)
+    env = dict(
+        os.environ, TF_CONFIG=json.dumps(tf_config), TF_CPP_MIN_LOG_LEVEL="3", TMPDIR=str(temporary)
+    )
+    return subprocess.Popen(
+        [sys.executable, *arguments],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _start_workers(arguments: list[str], tmp: Path) -> list[subprocess.Popen]:
+    ports = free_ports(2)
+    return [_start(arguments, index, ports, tmp) for index in range(2)]
+
+
+def _finish(process: subprocess.Popen, timeout: float = 300.0) -> tuple[int, str, str]:
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        out, err = process.communicate()
+        raise AssertionError(f"a worker hung: {err[-3000:]}") from None
+    return process.returncode, out, err
+
+
+def _records(stdout: str) -> tuple[list[dict], dict]:
+    lines = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+    return [line for line in lines if "step" in line], lines[-1]
+
+
+def _worker_code(run_dir: Path, corpus: Path, fit: bool, strategy: str, accumulate: int) -> list:
+    call = f"worker({str(run_dir)!r}, {str(corpus)!r}, {fit}, {strategy!r}, {accumulate})"
+    return ["-c", f"from tests.test_multiworker import worker; {call}"]
+
+
+def _weights(run_dir: Path) -> list[np.ndarray]:
+    from tf_transformer.run_dir import RunDir
+
+    return [w.numpy() for w in RunDir(run_dir).load_model("latest").trainable_variables]
+
+
+def _assert_only_the_chief_wrote(run_dir: Path, tmp: Path) -> None:
+    from tf_transformer.run_dir import RunDir
+
+    run = RunDir(run_dir)
+    assert run.exists() and run.tokenizers_path.is_dir()
+    assert run.latest_checkpoint().endswith(f"ckpt-{STEPS}")
+    for folder in (p for p in run.logs_path.rglob("*") if p.is_dir()):
+        events = list(folder.glob("events.out.tfevents.*"))
+        assert len(events) <= 1, events  # one writer per folder: the chief's
+    for index in range(2):  # the workers' scratch folders were removed
+        assert not list((tmp / f"tmp-worker{index}").glob("tf_transformer_worker_*"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fit", [False, True], ids=["loop", "fit"])
+def test_two_workers_match_one_process_with_the_same_global_batch(tmp_path, corpus, fit):
+    run_dir = tmp_path / "two_workers"
+    workers = _start_workers(_worker_code(run_dir, corpus, fit, "multiworker", 1), tmp_path)
+    reference = subprocess.run(
+        [sys.executable, *_worker_code(tmp_path / "one", corpus, fit, "default", 2)],
+        cwd=REPO_ROOT,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    results = [_finish(process) for process in workers]
+    for code, _, err in [*results, (reference.returncode, "", reference.stderr)]:
+        assert code == 0, err[-3000:]
+    chief, other = (_records(out) for _, out, _ in results)
+    one, one_final = _records(reference.stdout)
+    assert chief[1]["final"] == other[1]["final"] == one_final["final"] == STEPS
+    _assert_only_the_chief_wrote(run_dir, tmp_path)
+    if fit:
+        # Per replica Keras divides a batch's token mean by the replicas and sums: the mean of
+        # the two batches' means, which is what its gradient accumulation applies too.
+        np.testing.assert_allclose(chief[1]["fit_losses"], one_final["fit_losses"], rtol=1e-5)
+        for a, b in zip(_weights(run_dir), _weights(tmp_path / "one")):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+        return
+    # Both workers report the global sums, the same in both.
+    assert chief[0] == other[0] and len(chief[0]) == STEPS
+    # Every update trained on the same tokens as the reference's: the two workers' batches
+    # together are the reference's two batches (no batch repeated, none left out).
+    assert [r["tokens"] for r in chief[0]] == [r["tokens"] for r in one]
+    # The same losses up to float summation order: 1e-5 for the first steps; later, Adam
+    # turns rounding differences of near-zero gradients into whole steps (2e-3 by step 30).
+    losses, expected = ([r["loss"] for r in records] for records in (chief[0], one))
+    np.testing.assert_allclose(losses[:10], expected[:10], rtol=1e-5)
+    np.testing.assert_allclose(losses, expected, rtol=2e-3)
+
+
+@pytest.mark.slow
+def test_killed_worker_stops_the_job_and_resume_continues(tmp_path, corpus):
+    run_dir = tmp_path / "run"
+    cli = ["-m", "tf_transformer.cli", "train", "--dataset", str(corpus), *CLI_FLAGS]
+    cli += ["--run-dir", str(run_dir), "--strategy", "multiworker", "--checkpoint-every", "10"]
+    chief, other = _start_workers([*cli, "--max-steps", "1000"], tmp_path)
+    state = run_dir / "checkpoints" / "checkpoint"
+    deadline = time.monotonic() + 300
+    while not state.is_file():
+        assert chief.poll() is None and other.poll() is None, chief.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, "no checkpoint"
+        time.sleep(0.1)
+    other.send_signal(signal.SIGKILL)
+    other.communicate()
+
+    # The chief stops with one clear line (exit code 2), it does not wait for ever.
+    started = time.monotonic()
+    code, _, err = _finish(chief, timeout=120)
+    assert code == 2, err[-3000:]
+    assert "a worker of the multi-worker job stopped" in err and "--resume" in err, err[-3000:]
+    assert "stopped sending heartbeats" in err or "Connection refused" in err, err[-3000:]
+    assert time.monotonic() - started < 120
+
+    # Relaunched with --resume, both workers continue from the last checkpoint.
+    import tensorflow as tf
+
+    latest = tf.train.latest_checkpoint(str(run_dir / "checkpoints"))
+    killed_at = int(latest.rsplit("-", 1)[1])
+    written = Path(f"{latest}.index").stat().st_mtime_ns
+    resume = [*cli, "--resume", "--max-steps", str(killed_at + 20)]
+    results = [_finish(process) for process in _start_workers(resume, tmp_path)]
+    for code, out, err in results:
+        assert code == 0, err[-3000:]
+        assert f"trained to step {killed_at + 20} " in out, out
+    assert Path(f"{latest}.index").stat().st_mtime_ns == written  # not trained again
+    last = tf.train.latest_checkpoint(str(run_dir / "checkpoints"))
+    assert last.endswith(f"ckpt-{killed_at + 20}")
