@@ -3,6 +3,7 @@
 Run from the repository root::
 
     .venv/bin/python bench/train_throughput.py [--rounds 2] [--batches 4]
+    .venv/bin/python bench/train_throughput.py --mixed-precision bfloat16 [--loss-steps 300]
 
 Data: the TED pt→en validation set (`../shared/data/ted_hrlr_validation/dev.*`, 1,193 pairs),
 tokenized with WordPiece vocabularies learned from that text. Both models are the tutorial
@@ -16,6 +17,11 @@ preset (4 layers, d_model 128, 8 heads, dff 512, vocab 7765/7010) in the same pr
   cost. Passes alternate; the figure is the median of per-round ratios.
 * "mfu": our model FLOPs per second on our batches (matmul FLOPs of forward and backward,
   3 x the forward, counting real tokens) over the best `tf.matmul` FLOP/s measured here.
+* `--mixed-precision bfloat16`: our step under `mixed_bfloat16` against our float32 step,
+  both from the same initial weights, trained in lockstep on the same sequence of our batches
+  (`--loss-steps` steps, cycling over them), A B A B: the figure is the median of per-step
+  time ratios (float32 / bfloat16) after the first pass; the loss agreement compares the two
+  runs' mean loss over their last 50 steps (dropout draws differ between the two).
 
 A benchmark prints numbers, it does not pass or fail. The last line is machine-readable.
 """
@@ -42,6 +48,7 @@ from tf_transformer.config import ModelConfig, TrainConfig, get_preset
 from tf_transformer.data.pipeline import make_batches, padded_batches
 from tf_transformer.model import Transformer
 from tf_transformer.text.tokenizers import build_tokenizers
+from tf_transformer.training.mixed_precision import build_model
 from tf_transformer.training.schedule import make_optimizer
 from tf_transformer.training.train_step import TrainStep
 
@@ -102,6 +109,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="passes of each side, alternating")
     parser.add_argument("--batches", type=int, default=4, help="padded batches of 64 timed")
     parser.add_argument("--jit-compile", action="store_true", help="XLA for our train step")
+    parser.add_argument(
+        "--mixed-precision",
+        choices=("bfloat16",),
+        default=None,
+        help="also measure our step under this policy against float32",
+    )
+    parser.add_argument("--loss-steps", type=int, default=300, help="lockstep bfloat16 steps")
     args = parser.parse_args()
     started = time.perf_counter()
 
@@ -175,10 +189,54 @@ def main() -> None:
     print(f"ours, same batches:             {same:7.2f}x the baseline (median per batch)")
     print(f"ours, bucketed batches:         {tokens / t_own:7.0f} tok/s, {own:.2f}x the baseline")
     print(f"model FLOP/s {flops / t_own / 1e9:.2f} G of a matmul peak {peak / 1e9:.1f} G")
-    print(f"({time.perf_counter() - started:.0f} s; load average {os.getloadavg()[0]:.1f})")
-    print(
-        f"ratios: train_tokens_per_s={own:.2f} train_tokens_per_s_same_batches={same:.2f} mfu={mfu:.3f}"
+    ratios = (
+        f"train_tokens_per_s={own:.2f} train_tokens_per_s_same_batches={same:.2f} mfu={mfu:.3f}"
     )
+    if args.mixed_precision:
+        speedup = compare_precision(config, train_config, ours_batches, args.loss_steps)
+        ratios += f" bf16_vs_fp32={speedup:.2f}"
+    print(f"({time.perf_counter() - started:.0f} s; load average {os.getloadavg()[0]:.1f})")
+    print(f"ratios: {ratios}")
+
+
+def compare_precision(config, train_config, batches, steps: int) -> float:
+    """Our step under mixed_bfloat16 against float32, in lockstep; returns the speed-up."""
+    models = {}
+    for precision in (None, "bfloat16"):
+        tf.keras.utils.set_random_seed(0)
+        model = build_model(config, precision)
+        optimizer = make_optimizer(config.d_model, train_config)
+        optimizer.build(model.trainable_variables)
+        models[precision] = TrainStep(
+            model, optimizer, label_smoothing=train_config.label_smoothing
+        )
+    for a, b in zip(models[None].model.weights, models["bfloat16"].model.weights):
+        b.assign(a)  # the same initial weights (float32 variables in both)
+    losses = {precision: [] for precision in models}
+    ratios = []
+    for step in range(steps):
+        batch = batches[step % len(batches)]
+        seconds = {}
+        for precision, steps_of in models.items():
+            start = time.perf_counter()
+            sums = steps_of.train_step(batch)
+            losses[precision].append(float(sums["loss_sum"]) / float(sums["tokens"]))
+            seconds[precision] = time.perf_counter() - start
+        if step >= len(batches):  # after the first pass (tracing, warm-up)
+            ratios.append(seconds[None] / seconds["bfloat16"])
+    speedup = statistics.median(ratios)
+    fp32, bf16 = (np.array(losses[p]) for p in (None, "bfloat16"))
+    last = slice(-min(50, steps), None)
+    agreement = float(np.mean(bf16[last]) / np.mean(fp32[last]) - 1.0)
+    print(
+        f"bfloat16 vs float32, our batches, {steps} lockstep steps: {speedup:.2f}x the float32 "
+        f"step (median per step); loss {fp32[0]:.3f} -> {fp32[-1]:.3f} (float32), "
+        f"{bf16[0]:.3f} -> {bf16[-1]:.3f} (bfloat16); mean loss of the last 50 steps "
+        f"{np.mean(fp32[last]):.4f} and {np.mean(bf16[last]):.4f} ({agreement:+.2%})"
+    )
+    for at in sorted({min(steps, n) - 1 for n in (1, 50, 100, 200, steps)}):
+        print(f"  step {at + 1:4d}: loss float32 {fp32[at]:.4f}  bfloat16 {bf16[at]:.4f}")
+    return speedup
 
 
 if __name__ == "__main__":

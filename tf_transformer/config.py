@@ -233,6 +233,7 @@ TRAIN_PRESETS: dict[str, TrainConfig] = {
         max_tokens=64,
         vocab_size=4000,
         token_budget=1024,  # 2048 measured worse at the same number of tokens
+        mixed_precision="bfloat16",  # 1.04-1.08x float32 here (AVX512_BF16), same loss
         checkpoint_every=200,
         average_last=5,  # the last 1,000 steps
         eval_every=500,  # dev BLEU on 300 sentences, greedy; keeps checkpoints/best
