@@ -1,8 +1,9 @@
 """Multi-worker training with real processes: two workers on 127.0.0.1, each with its TF_CONFIG.
 
 Each test starts two worker processes (`MultiWorkerMirroredStrategy` over gRPC, one CPU replica
-each) on the tiny preset and a 300-pair corpus. The reference is one process with the same
-global batch: `accumulate_steps=2`, i.e. the same two batches per update.
+each) on the tiny preset and a 300-pair corpus (a 16-pair dev split keeps the evaluations at
+epoch ends short). The reference is one process with the same global batch:
+`accumulate_steps=2`, i.e. the same two batches per update.
 """
 
 from __future__ import annotations
@@ -30,9 +31,11 @@ CLI_FLAGS = ["--preset", "tiny", "--token-budget", "256", "--seed", "0", "--quie
 def corpus(tmp_path_factory) -> Path:
     from tf_transformer.data.sample import sample_pairs
 
-    path = tmp_path_factory.mktemp("corpus") / "pairs.tsv"
-    path.write_text("".join(f"{pt}\t{en}\n" for pt, en in sample_pairs("train")[:300]))
-    return path
+    folder = tmp_path_factory.mktemp("corpus")
+    for split, count in (("train", 300), ("dev", 16)):
+        pairs = sample_pairs(split)[:count]
+        (folder / f"{split}.tsv").write_text("".join(f"{pt}\t{en}\n" for pt, en in pairs))
+    return folder
 
 
 def free_ports(count: int) -> list[int]:
@@ -202,11 +205,11 @@ def test_killed_worker_stops_the_job_and_resume_continues(tmp_path, corpus):
     latest = tf.train.latest_checkpoint(str(run_dir / "checkpoints"))
     killed_at = int(latest.rsplit("-", 1)[1])
     written = Path(f"{latest}.index").stat().st_mtime_ns
-    resume = [*cli, "--resume", "--max-steps", str(killed_at + 20)]
+    resume = [*cli, "--resume", "--max-steps", str(killed_at + 10)]
     results = [_finish(process) for process in _start_workers(resume, tmp_path)]
     for code, out, err in results:
         assert code == 0, err[-3000:]
-        assert f"trained to step {killed_at + 20} " in out, out
+        assert f"trained to step {killed_at + 10} " in out, out
     assert Path(f"{latest}.index").stat().st_mtime_ns == written  # not trained again
     last = tf.train.latest_checkpoint(str(run_dir / "checkpoints"))
-    assert last.endswith(f"ckpt-{killed_at + 20}")
+    assert last.endswith(f"ckpt-{killed_at + 10}")
