@@ -63,9 +63,16 @@ def seconds(fn) -> float:
     return time.perf_counter() - start
 
 
-def engines_for(model, tokenizers, n: int, beam: int, saved, ct2):
+def engines_for(model, tokenizers, n: int, beam: int, saved, ct2, step_layout=None):
     """`{engine: (call(source_index) -> tokens generated)}` for one (length, beam) case."""
-    xla = make_decode_fn(model, max_length=n, min_length=n, beam_size=beam, jit_compile=True)
+    xla = make_decode_fn(
+        model,
+        max_length=n,
+        min_length=n,
+        beam_size=beam,
+        jit_compile=True,
+        step_layout=step_layout,
+    )
     signature = saved.signatures["greedy" if beam == 1 else "serving_default"]
     options = {
         "beam_size": beam,
@@ -102,6 +109,12 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=3)
     parser.add_argument("--lengths", type=int, nargs="+", default=[40, 128])
     parser.add_argument("--beams", type=int, nargs="+", default=[1, 4])
+    parser.add_argument(
+        "--step-layout",
+        choices=("graph", "xla"),
+        default=None,
+        help="our XLA decoder's one-token step (make_decode_fn's step_layout; default xla).",
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     import ctranslate2
@@ -147,7 +160,7 @@ def main() -> None:
                     }
                 )
         for beam in args.beams:
-            engines = engines_for(model, tokenizers, n, beam, saved, ct2)
+            engines = engines_for(model, tokenizers, n, beam, saved, ct2, args.step_layout)
             for name, run in engines.items():  # trace, compile, warm up
                 generated = {run(source) for source in sources}
                 assert generated == {n}, (name, n, beam, generated)

@@ -3,6 +3,7 @@
 Run from the repository root::
 
     .venv/bin/python bench/decode_speed.py [--repeats 5] [--sentences 3] [--jit-compile auto]
+        [--step-layout xla|graph|both]
 
 Both decoders get the same source sentences (random ids, the tutorial preset: vocab 7765/7010,
 random weights: speed does not depend on training) in the same process, at batch 1, and generate
@@ -12,6 +13,13 @@ machine-readable: the speed-ups over the baseline, beam 4 against greedy (with t
 chosen per length), and `graph_ms_per_token`: the graph-mode (no XLA) greedy decoder's time per
 generated token at the first length, encoder and setup included (median call time / N). The line
 above it gives beam 4 against greedy in graph mode when XLA was chosen.
+
+`--step-layout` picks the XLA decoders' one-token step (`make_decode_fn(step_layout=...)`):
+"xla" (the default under XLA: heads-merged caches, attention as products and sums) or "graph"
+(per-head caches and batched matmuls, graph mode's step). "both" runs everything with "xla" and
+also times the two under XLA against each other, interleaved (greedy and beam 4 at every
+length, same ids checked), in a line `step_layout: greedy_40=... beam4_40=...` (graph-layout
+time over xla-layout time: above 1 = the xla layout faster) above the last two lines.
 """
 
 from __future__ import annotations
@@ -61,7 +69,13 @@ def median_ratio(numerators: list[float], denominators: list[float]) -> float:
 def beam_vs_greedy(model, greedy, n: int, jit: bool, sources, args) -> float:
     """Median ratio of beam-4 to greedy call times (interleaved), exactly `n` tokens."""
     beam = make_decode_fn(
-        model, max_length=n, min_length=n, beam_size=4, alpha=0.6, jit_compile=jit
+        model,
+        max_length=n,
+        min_length=n,
+        beam_size=4,
+        alpha=0.6,
+        jit_compile=jit,
+        step_layout=step_layout(jit, args),
     )
     for src in sources:
         timed(beam, src)
@@ -73,6 +87,44 @@ def beam_vs_greedy(model, greedy, n: int, jit: bool, sources, args) -> float:
         f"{statistics.median(t_greedy) * 1000:7.1f} ms, {ratio:4.2f}x"
     )
     return ratio
+
+
+def step_layout(jit: bool, args) -> str | None:
+    """The step layout of our decoder: `--step-layout` under XLA ("xla" for "both")."""
+    if not jit or args.step_layout is None:
+        return None  # make_decode_fn's default: "xla" under XLA, "graph" otherwise
+    return "xla" if args.step_layout == "both" else args.step_layout
+
+
+def compare_step_layouts(model, sources, args) -> dict[str, float]:
+    """XLA decoders with the "graph" and the "xla" step layout, interleaved: median ratios of
+    graph-layout to xla-layout call times (above 1 = the xla layout faster)."""
+    ratios = {}
+    for n in args.lengths:
+        for beam in (1, 4):
+            fns = [
+                make_decode_fn(
+                    model,
+                    max_length=n,
+                    min_length=n,
+                    beam_size=beam,
+                    alpha=0.6,
+                    jit_compile=True,
+                    step_layout=layout,
+                )
+                for layout in ("graph", "xla")
+            ]
+            for src in sources:
+                ids = [fn(src).ids.numpy() for fn in fns]  # compile, and the same ids
+                assert (ids[0] == ids[1]).all(), f"step layouts disagree: {ids}"
+            t_graph, t_xla = interleaved(*fns, sources, args.repeats)
+            name = f"{'greedy' if beam == 1 else 'beam4'}_{n}"
+            ratios[name] = median_ratio(t_graph, t_xla)
+            print(
+                f"{name:11s} xla=True : graph layout {statistics.median(t_graph) * 1000:7.1f} ms, "
+                f"xla layout {statistics.median(t_xla) * 1000:7.1f} ms, {ratios[name]:4.2f}x"
+            )
+    return ratios
 
 
 def main() -> None:
@@ -91,6 +143,12 @@ def main() -> None:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="also time beam 4 against greedy in graph mode at every length XLA was chosen for.",
+    )
+    parser.add_argument(
+        "--step-layout",
+        choices=("graph", "xla", "both"),
+        default=None,
+        help="the XLA decoders' step layout (default xla); both: also time graph against xla.",
     )
     args = parser.parse_args()
     started = time.perf_counter()
@@ -121,7 +179,13 @@ def main() -> None:
         best = None
         graph_greedy = None
         for jit in jit_options:
-            ours = make_decode_fn(model, max_length=n, min_length=n, jit_compile=jit)
+            ours = make_decode_fn(
+                model,
+                max_length=n,
+                min_length=n,
+                jit_compile=jit,
+                step_layout=step_layout(jit, args),
+            )
             for src in sources:
                 timed(ours, src)  # trace / compile per shape
             out = ours(sources[0])
@@ -159,6 +223,9 @@ def main() -> None:
             "graph mode: "
             + " ".join(f"beam4_vs_greedy_{n}={r:.2f}" for n, r in graph_ratios.items())
         )
+    if args.step_layout == "both":
+        layouts = compare_step_layouts(model, sources, args)
+        print("step_layout: " + " ".join(f"{name}={r:.2f}" for name, r in layouts.items()))
     first = args.lengths[0]
     fields = [f"greedy_{n}={ratios[f'greedy_{n}']:.1f}" for n in args.lengths]
     fields.append(f"beam4_vs_greedy={ratios[f'beam4_vs_greedy_{first}']:.2f}")

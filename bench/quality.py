@@ -5,15 +5,25 @@ Run from the repository root::
     .venv/bin/python bench/quality.py --run-dir runs/quality            # train 27 min, evaluate
     .venv/bin/python bench/quality.py --run-dir runs/quality --resume   # continue a stopped run
     .venv/bin/python bench/quality.py --eval-only runs/quality          # evaluate a run again
+    .venv/bin/python bench/quality.py --eval-only runs/quality --checkpoint latest --alphas 0.6,1.0
 
 Training data: Tatoeba train + CrioleSet train from ``--data`` (default ``<repo>/../shared/data``;
 deduplicated pairs). The wall-clock budget (`--max-minutes`, default 27) covers training (model
 building, tracing, steps, validation, checkpoints, averaging); tokenizer building is timed and
 reported separately. The minutes used are kept in ``RUN_DIR/quality.json``, so a resumed run gets
-what is left. Evaluation reads only the run directory (config, tokenizers, averaged or latest
-checkpoint) and scores sacreBLEU BLEU (cased, the headline, and lower-cased) and chrF on
-``tatoeba_pt_en/dev`` and on ``ted_hrlr_validation/dev`` (domain shift), greedy and beam. The
-last line is machine-readable::
+what is left.
+
+Evaluation reads only the run directory (config, tokenizers, one checkpoint) and scores sacreBLEU
+BLEU (cased, the headline, and lower-cased) and chrF on ``tatoeba_pt_en/dev`` and on
+``ted_hrlr_validation/dev`` (domain shift), greedy and beam. The checkpoint is ``--checkpoint``
+(``best``, ``averaged``, ``latest`` or a prefix), by default the best one (by dev BLEU while
+training, ``--eval-every``), else the averaged one, else the latest: ``RunDir.checkpoint``'s
+order; the one used is printed, with the best one's record (``checkpoints/best/best.json``). The
+validation history itself is in TensorBoard only (``RUN_DIR/logs/validation``). To compare
+checkpoints, run ``--eval-only`` once per ``--checkpoint``. ``--alphas 0.6,1.0`` scores beam
+search at each length penalty (α is chosen on Tatoeba dev; the best α there is printed);
+``--alpha`` (default 0.6) scores one. The last line is machine-readable; its figures are beam
+search at the first α of ``--alphas`` (or ``--alpha``), greedy with ``--beam-size 1``::
 
     quality: tatoeba_dev_bleu=<cased> tatoeba_dev_bleu_lc=... chrf=... ted_dev_bleu_lc=...
     minutes=... steps=...
@@ -45,14 +55,19 @@ MODEL_KNOBS = {
     "num_heads": int,
     "dff": int,
     "dropout_rate": float,
+    "attention_dropout": float,
+    "activation_dropout": float,
+    "word_dropout": float,
     "norm_first": bool,  # --norm-first / --no-norm-first
     "share_target_embeddings": bool,
+    "share_embeddings": bool,  # needs --shared-vocab
 }
 TRAIN_KNOBS = {
     "warmup_steps": int,
     "lr_scale": float,
     "label_smoothing": float,
     "vocab_size": int,
+    "shared_vocab": bool,
     "token_budget": int,
     "max_tokens": int,
     "max_steps": int,
@@ -97,6 +112,8 @@ def configs(args):
     model_config = model_config.replace(
         max_length=max(model_config.max_length, train_config.max_tokens)
     )
+    if model_config.share_embeddings and not train_config.shared_vocab:
+        sys.exit("error: --share-embeddings needs --shared-vocab (one vocabulary for both).")
     return model_config, train_config
 
 
@@ -171,18 +188,34 @@ def evaluate_run(args, root: Path) -> dict:
     from tf_transformer.run_dir import RunDir
 
     run = RunDir(args.run_dir)
-    checkpoint = args.checkpoint
-    if checkpoint is None:
-        checkpoint = "averaged" if run.latest_checkpoint("averaged") else "latest"
-    model = run.load_model(checkpoint)
+    try:  # --checkpoint, else best > averaged > latest (RunDir.checkpoint's order)
+        checkpoint, prefix = run.checkpoint(args.checkpoint)
+    except FileNotFoundError as error:
+        sys.exit(f"error: {error}")
+    if checkpoint == "given":
+        checkpoint = Path(prefix).name
+    model = run.load_model(prefix)
     tokenizers = run.load_tokenizers()
     translator = Translator(tokenizers, model, max_length=min(128, model.max_length))
     budget_path = run.root / "quality.json"
     record = json.loads(budget_path.read_text()) if budget_path.is_file() else {}
-    print(f"evaluating {run.root} ({checkpoint} checkpoint, step {record.get('step', '?')})")
+    how = "--checkpoint" if args.checkpoint else "best > averaged > latest"
+    print(
+        f"evaluating {run.root}: the {checkpoint} checkpoint ({how}), {prefix}; "
+        f"training step {record.get('step', '?')}"
+    )
+    best = run.best_record()
+    if best is not None:  # best.json: the best evaluation while training (greedy, dev subset)
+        print(
+            f"  checkpoints/best while training: step {best['step']}, dev BLEU {best['bleu']:.1f} "
+            f"(lower-cased {best['bleu_lc']:.1f}) chrF {best['chrf']:.1f} on "
+            f"{best['num_sentences']} sentences, {best['evaluations_since']} evaluations since"
+        )
     decodings = {"greedy": (1, 0.0)}
-    if args.beam_size > 1:
-        decodings[f"beam{args.beam_size} a={args.alpha:g}"] = (args.beam_size, args.alpha)
+    for alpha in args.alphas if args.beam_size > 1 else ():
+        decodings[f"beam{args.beam_size} a={alpha:g}"] = (args.beam_size, alpha)
+    # The figures of the last line: beam search at the first alpha (greedy with --beam-size 1).
+    headline = list(decodings)[min(1, len(decodings) - 1)]
     results = {}
     for dev, folder in DEV_SETS.items():
         if dev == "ted_dev" and args.skip_ted:
@@ -211,11 +244,11 @@ def evaluate_run(args, root: Path) -> dict:
                 f"  {dev:12s} {name:14s} BLEU {scores.bleu:5.2f} (lower-cased {scores.bleu_lc:5.2f})"
                 f" chrF {scores.chrf:5.2f}  {len(pairs)} sent, {time.monotonic() - start:.0f} s"
             )
-    print_table(results, record)
+    print_table(results, record, headline)
     return results
 
 
-def print_table(results: dict, record: dict) -> None:
+def print_table(results: dict, record: dict, headline: str) -> None:
     print()
     print("| dev set | decoding | BLEU (cased) | BLEU (lc) | chrF |")
     print("|---|---|---|---|---|")
@@ -226,10 +259,14 @@ def print_table(results: dict, record: dict) -> None:
         print(f"BLEU signature: {any_scores.bleu_signature}")
         print(f"BLEU (lc) signature: {any_scores.bleu_lc_signature}")
         print(f"chrF signature: {any_scores.chrf_signature}")
-    best = {}
-    for (dev, name), scores in results.items():
-        if dev not in best or name != "greedy":  # the beam figure when there is one
-            best[dev] = scores
+    beams = [
+        (name, s) for (dev, name), s in results.items() if dev == "tatoeba_dev" and " a=" in name
+    ]
+    if len(beams) > 1:  # --alphas: the length penalty to choose on dev
+        top = max(beams, key=lambda item: (item[1].bleu, item[1].chrf))[0]
+        listed = ", ".join(f"{name.split('a=')[1]}: {s.bleu:.1f}" for name, s in beams)
+        print(f"tatoeba_dev cased BLEU by alpha: {listed}; best alpha {top.split('a=')[1]}")
+    best = {dev: scores for (dev, name), scores in results.items() if name == headline}
     fields = []
     if "tatoeba_dev" in best:
         fields += [
@@ -242,6 +279,19 @@ def print_table(results: dict, record: dict) -> None:
     fields.append(f"minutes={record.get('minutes_used', float('nan')):.0f}")
     fields.append(f"steps={record.get('step', '?')}")
     print("quality: " + " ".join(fields))
+
+
+def alpha_list(text: str) -> list[float]:
+    """`--alphas 0.6,1.0` → [0.6, 1.0]: distinct length penalties >= 0, in the order given."""
+    try:
+        alphas = [float(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a comma-separated list of numbers: {text!r}"
+        ) from None
+    if min(alphas) < 0 or len(set(alphas)) != len(alphas):
+        raise argparse.ArgumentTypeError(f"alphas must be distinct and >= 0, got {text!r}")
+    return alphas
 
 
 def main() -> None:
@@ -259,12 +309,29 @@ def main() -> None:
         else:
             parser.add_argument(flag, type=kind, default=None)
     parser.add_argument("--beam-size", type=int, default=4, help="1: greedy only.")
-    parser.add_argument("--alpha", type=float, default=0.6, help="Beam length penalty.")
-    parser.add_argument("--checkpoint", default=None, help="averaged | latest | PREFIX.")
+    parser.add_argument("--alpha", type=float, default=None, help="Beam length penalty (0.6).")
+    parser.add_argument(
+        "--alphas",
+        type=alpha_list,
+        default=None,
+        metavar="A,B,...",
+        help="Score beam search at each length penalty (e.g. 0.6,1.0); the last line reports "
+        "the first. Replaces --alpha.",
+    )
+    parser.add_argument(
+        "--checkpoint",
+        default=None,
+        help="best | averaged | latest | PREFIX (default: best, else averaged, else latest).",
+    )
     parser.add_argument("--dev-limit", type=int, default=None, help="First N dev pairs only.")
     parser.add_argument("--skip-ted", action="store_true", help="Tatoeba dev only.")
     parser.add_argument("--quiet", action="store_true", help="No progress bars.")
     args = parser.parse_args()
+    if args.alphas is not None and args.alpha is not None:
+        parser.error("--alpha and --alphas: give one of them.")
+    if args.alphas is not None and args.beam_size < 2:
+        parser.error("--alphas needs beam search (--beam-size 2 or more).")
+    args.alphas = args.alphas or [0.6 if args.alpha is None else args.alpha]
     root = data_root(args.data)
     if args.eval_only:
         args.run_dir = args.eval_only

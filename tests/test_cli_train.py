@@ -71,6 +71,31 @@ def test_flags_override_the_preset_by_paper_names():
     assert model_config.num_layers == 2  # from the tiny preset
 
 
+def test_regularization_flags_reach_the_model_config():
+    args = build_parser().parse_args(
+        ["train", "--preset", "tiny", "--attention-dropout", "0.1",
+         "--activation-dropout", "0.2", "--word-dropout", "0.3"]
+    )  # fmt: skip
+    model_config, _ = configs_from_args(args)
+    rates = model_config.attention_dropout, model_config.activation_dropout
+    assert rates == (0.1, 0.2) and model_config.word_dropout == 0.3
+    default, _ = configs_from_args(build_parser().parse_args(["train", "--preset", "tiny"]))
+    assert default.attention_dropout == default.activation_dropout == default.word_dropout == 0
+
+
+def test_out_of_range_word_dropout_is_a_user_error(capsys):
+    code = main(["train", "--word-dropout", "1.0", "--run-dir", "/nonexistent/x"])
+    assert code == 2 and "word_dropout must be in [0, 1)" in capsys.readouterr().err
+
+
+def test_shared_vocab_and_share_embeddings_flags_are_off_unless_given():
+    given = ["train", "--preset", "tiny", "--shared-vocab", "--share-embeddings"]
+    model_config, train_config = configs_from_args(build_parser().parse_args(given))
+    assert model_config.share_embeddings and train_config.shared_vocab
+    model_config, train_config = configs_from_args(build_parser().parse_args(["train"]))
+    assert not model_config.share_embeddings and not train_config.shared_vocab
+
+
 def test_invalid_combination_is_a_user_error(capsys):
     code = main(["train", "--d-model", "30", "--num-heads", "4", "--run-dir", "/nonexistent/x"])
     assert code == 2 and "divisible" in capsys.readouterr().err

@@ -1,4 +1,5 @@
 import dataclasses
+import json
 
 import pytest
 
@@ -32,11 +33,29 @@ def test_config_is_frozen_and_round_trips():
         ({"d_model": 10, "num_heads": 3}, "divisible"),
         ({"positional_layout": "spiral"}, "positional_layout"),
         ({"dropout_rate": 1.5}, "dropout_rate"),
+        ({"attention_dropout": 1.0}, "attention_dropout"),
+        ({"activation_dropout": -0.1}, "activation_dropout"),
+        ({"word_dropout": 1.5}, "word_dropout"),
     ],
 )
 def test_invalid_config_is_refused(changes, message):
     with pytest.raises(ValueError, match=message):
         get_preset("tiny").replace(**changes)
+
+
+def test_regularization_dropouts_default_to_off_and_round_trip():
+    config = get_preset("small")
+    assert (config.attention_dropout, config.activation_dropout, config.word_dropout) == (0, 0, 0)
+    changed = config.replace(attention_dropout=0.1, activation_dropout=0.2, word_dropout=0.3)
+    assert ModelConfig.from_dict(changed.to_dict()) == changed
+    assert json.loads(changed.to_json())["word_dropout"] == 0.3
+    # A config.json written before these fields existed loads with them off.
+    old = {
+        key: value
+        for key, value in config.to_dict().items()
+        if key not in ("attention_dropout", "activation_dropout", "word_dropout")
+    }
+    assert ModelConfig.from_dict(old) == config
 
 
 def test_unknown_preset_and_field_name_the_valid_ones():

@@ -66,15 +66,17 @@ def assert_same_greedy(model, source_vocab, target_vocab, model_dir, sources):
         {"norm_first": True},
         {"share_target_embeddings": True, "positional_layout": "concat"},
         {"norm_first": True, "share_target_embeddings": True},
+        {"share_embeddings": True, "target_vocab_size": 40},
     ],
-    ids=["post-norm", "pre-norm", "tied-concat", "pre-norm-tied"],
+    ids=["post-norm", "pre-norm", "tied-concat", "pre-norm-tied", "shared"],
 )
 def test_ctranslate2_greedy_ids_equal_ours(tmp_path, changes):
-    config = get_preset("tiny").replace(input_vocab_size=40, target_vocab_size=50, **changes)
+    sizes = {"input_vocab_size": 40, "target_vocab_size": 50}
+    config = get_preset("tiny").replace(**{**sizes, **changes})
     tf.keras.utils.set_random_seed(1)
     model = Transformer.from_config(config)
     model.build()
-    tokenizers = synthetic_tokenizers(40, 50)
+    tokenizers = synthetic_tokenizers(config.input_vocab_size, config.target_vocab_size)
     path = export_ctranslate2((model, tokenizers), tmp_path / "ct2")
     assert {"model.bin", "config.json"} <= {p.name for p in path.iterdir()}
     source_vocab = [t.decode() for t in tokenizers.source.vocab.numpy()]

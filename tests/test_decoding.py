@@ -115,9 +115,10 @@ def test_cached_greedy_equals_recompute_greedy(model):
     np.testing.assert_allclose(cached.log_probs.numpy(), reference.log_probs.numpy(), atol=1e-4)
 
 
-def test_cached_seam_logits_match_recompute_seam_logits(model):
+@pytest.mark.parametrize("layout", ["graph", "xla"])
+def test_cached_seam_logits_match_recompute_seam_logits(model, layout):
     src = tf.cast(SRC, tf.int32)
-    cached_fn, cached = model_logits_fn(model, src, 5)
+    cached_fn, cached = model_logits_fn(model, src, 5, layout=layout)
     recompute_fn, reference = recompute_logits_fn(model, src, 5)
     for step, token in enumerate([START, 7, 8, 9]):
         ids = tf.fill([3], token)
@@ -131,12 +132,23 @@ def test_max_length_beyond_the_positional_table_is_refused(model):
         model_logits_fn(model, SRC, model.max_length + 1)
 
 
-@pytest.mark.parametrize("beam_size", [1, 3])
-def test_xla_decoding_equals_graph_decoding(model, beam_size):
-    graph = make_decode_fn(model, max_length=6, beam_size=beam_size)(SRC)
-    xla = make_decode_fn(model, max_length=6, beam_size=beam_size, jit_compile=True)(SRC)
+# XLA picks the "xla" step layout (heads merged, attention as products and sums); 40 positions
+# make it split the cache length into two axes. The graph layout under XLA stays supported.
+@pytest.mark.parametrize(
+    "beam_size, max_length, step_layout",
+    [(1, 6, None), (3, 6, None), (1, 40, None), (4, 40, None), (3, 6, "graph")],
+)
+def test_xla_decoding_equals_graph_decoding(model, beam_size, max_length, step_layout):
+    options = {"max_length": max_length, "min_length": max_length // 2, "beam_size": beam_size}
+    graph = make_decode_fn(model, **options)(SRC)
+    xla = make_decode_fn(model, **options, jit_compile=True, step_layout=step_layout)(SRC)
     np.testing.assert_array_equal(xla.ids.numpy(), graph.ids.numpy())
     np.testing.assert_allclose(xla.scores.numpy(), graph.scores.numpy(), atol=1e-4)
+
+
+def test_an_unknown_step_layout_is_refused(model):
+    with pytest.raises(ValueError, match="layout must be one of"):
+        model_logits_fn(model, SRC, 5, layout="fast")
 
 
 def test_pad_to_multiple_appends_pad_columns():
@@ -205,18 +217,33 @@ def test_decode_step_avoids_ops_that_onednn_makes_slow_and_rewrites_no_whole_cac
     assert ops["MatrixBandPart"] == ops["Fill"] == 0
 
 
-@pytest.mark.parametrize("policy, atol", [("mixed_float16", 1e-2), ("mixed_bfloat16", 6e-2)])
-@pytest.mark.parametrize("beam_size", [1, 3])
-def test_cached_decoding_equals_recompute_under_mixed_precision(policy, atol, beam_size):
-    # The step's kernels must exist for half types too (BatchMatMulV3 has no float16 CPU one).
-    # Scores over 6 tokens: bfloat16 keeps ~3 significant digits, the two paths round apart.
+def mixed_model(policy):
     config = get_preset("tiny").replace(
         num_layers=1, input_vocab_size=30, target_vocab_size=40, norm_first=True
     )
     tf.keras.utils.set_random_seed(0)
     model = Transformer.from_config({**config.to_dict(), "dtype": policy})
     model.build()
-    cached = make_decode_fn(model, max_length=6, beam_size=beam_size)(SRC)
+    return model
+
+
+@pytest.mark.parametrize("policy, atol", [("mixed_float16", 1e-2), ("mixed_bfloat16", 6e-2)])
+@pytest.mark.parametrize("beam_size", [1, 3])
+@pytest.mark.parametrize("layout", ["graph", "xla"])
+def test_cached_decoding_equals_recompute_under_mixed_precision(policy, atol, beam_size, layout):
+    # The step's kernels must exist for half types too (BatchMatMulV3 has no float16 CPU one).
+    # Scores over 6 tokens: bfloat16 keeps ~3 significant digits, the two paths round apart.
+    model = mixed_model(policy)
+    cached = make_decode_fn(model, max_length=6, beam_size=beam_size, step_layout=layout)(SRC)
     reference = make_decode_fn(model, max_length=6, beam_size=beam_size, recompute=True)(SRC)
     np.testing.assert_array_equal(cached.ids.numpy(), reference.ids.numpy())
     np.testing.assert_allclose(cached.scores.numpy(), reference.scores.numpy(), atol=atol)
+
+
+@pytest.mark.parametrize("policy, atol", [("mixed_float16", 1e-2), ("mixed_bfloat16", 6e-2)])
+def test_xla_decoding_equals_graph_decoding_under_mixed_precision(policy, atol):
+    model = mixed_model(policy)
+    graph = make_decode_fn(model, max_length=6, beam_size=3)(SRC)
+    xla = make_decode_fn(model, max_length=6, beam_size=3, jit_compile=True)(SRC)
+    np.testing.assert_array_equal(xla.ids.numpy(), graph.ids.numpy())
+    np.testing.assert_allclose(xla.scores.numpy(), graph.scores.numpy(), atol=atol)

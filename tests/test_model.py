@@ -21,8 +21,8 @@ TGT_LEN = [5, 3]
 
 
 def tiny_model(**changes):
-    config = get_preset("tiny").replace(input_vocab_size=30, target_vocab_size=40, **changes)
-    return Transformer.from_config(config)
+    sizes = {"input_vocab_size": 30, "target_vocab_size": 40}
+    return Transformer.from_config(get_preset("tiny").replace(**{**sizes, **changes}))
 
 
 def pad(ids, extra):
@@ -42,6 +42,24 @@ def test_shared_target_embeddings_drop_the_output_matrix():
     tied.build()
     assert untied.count_params() - tied.count_params() == 32 * 40 + 40
     assert tied((SRC, TGT)).shape == (2, 5, 40)
+
+
+def test_shared_embeddings_are_one_matrix():
+    untied = tiny_model(input_vocab_size=40)
+    shared = tiny_model(input_vocab_size=40, share_embeddings=True)
+    untied.build()
+    shared.build()
+    tables = [v for v in shared.trainable_variables if "embedding" in v.path]
+    assert len(tables) == 1 and tables[0].shape == (40, 32)
+    assert len(untied.trainable_variables) - len(shared.trainable_variables) == 3
+    assert untied.count_params() - shared.count_params() == 2 * 40 * 32 + 40
+    assert shared.decoder.embedding.embedding.embeddings is tables[0]
+    assert shared.final_layer is None and shared((SRC, TGT)).shape == (2, 5, 40)
+
+
+def test_shared_embeddings_need_one_vocabulary_size():
+    with pytest.raises(ValueError, match=r"input_vocab_size \(30\) != target_vocab_size \(40\)"):
+        tiny_model(share_embeddings=True)
 
 
 def test_logits_shape_and_dtype():
@@ -105,8 +123,16 @@ def test_mixed_precision_forward_is_finite(policy):
     assert np.isfinite(tf.cast(attention["cross"][0], tf.float32).numpy()).all()
 
 
-def test_keras_save_and_load_round_trip(tmp_path):
-    model = tiny_model(norm_first=True, share_target_embeddings=True, positional_layout="concat")
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"norm_first": True, "share_target_embeddings": True, "positional_layout": "concat"},
+        {"share_embeddings": True, "input_vocab_size": 40},
+    ],
+    ids=["tied-concat", "shared"],
+)
+def test_keras_save_and_load_round_trip(tmp_path, changes):
+    model = tiny_model(**changes)
     expected = model((SRC, TGT)).numpy()
     path = tmp_path / "model.keras"
     model.save(path)
@@ -153,8 +179,9 @@ def test_every_layer_config_round_trips(layer):
         {"num_layers": 2, "norm_first": True},
         {"num_layers": 2},
         {"num_layers": 1, "share_target_embeddings": True, "positional_layout": "concat"},
+        {"num_layers": 2, "norm_first": True, "share_embeddings": True, "input_vocab_size": 40},
     ],
-    ids=["pre-norm", "post-norm", "tied-concat"],
+    ids=["pre-norm", "post-norm", "tied-concat", "shared"],
 )
 def test_incremental_decoding_matches_teacher_forcing(changes):
     model = tiny_model(**changes)
@@ -195,3 +222,81 @@ def test_explicit_mixed_policy_reaches_every_sublayer():
     logits = model((pad(SRC, 2), TGT), training=True)
     assert logits.dtype == tf.float32 and np.isfinite(logits.numpy()).all()
     assert model.encoder.enc_layers[0].dropout1.dtype_policy.name == "mixed_float16"
+
+
+REGULARIZERS = {"attention_dropout": 0.1, "activation_dropout": 0.2, "word_dropout": 0.3}
+
+
+@pytest.mark.parametrize("knob", sorted(REGULARIZERS))
+def test_regularization_dropouts_change_training_outputs_only(knob):
+    plain, regularized = tiny_model(), tiny_model(**{knob: 0.3})
+    plain.build()
+    regularized.build()
+    regularized.set_weights(plain.get_weights())  # the rates add no weights
+    reference = plain((SRC, TGT), training=False).numpy()
+    # The tiny preset has dropout_rate 0: with the new rates at 0, training is inference.
+    np.testing.assert_array_equal(plain((SRC, TGT), training=True).numpy(), reference)
+    np.testing.assert_array_equal(regularized((SRC, TGT), training=False).numpy(), reference)
+    tf.keras.utils.set_random_seed(0)
+    trained = regularized((SRC, TGT), training=True).numpy()
+    assert np.abs(trained - reference).max() > 1e-3
+
+
+def test_regularization_dropouts_reach_every_layer_and_round_trip(tmp_path):
+    model = tiny_model(**REGULARIZERS)
+    config = model.get_config()
+    assert {name: config[name] for name in REGULARIZERS} == REGULARIZERS
+    clone = Transformer.from_config(config)
+    assert clone.config == model.config
+    for stack in (clone.encoder, clone.decoder):
+        assert stack.word_dropout_layer.rate == 0.3
+        for layer in stack.stack:
+            assert layer.self_attention.attention_dropout_layer.rate == 0.1
+            assert layer.ffn.activation_dropout_layer.rate == 0.2
+    assert clone.decoder.stack[0].cross_attention.attention_dropout_layer.rate == 0.1
+    for layer in (
+        MultiHeadAttention(d_model=8, num_heads=2, attention_dropout=0.1),
+        FeedForward(d_model=8, dff=16, activation_dropout=0.2),
+        EncoderLayer(d_model=8, num_heads=2, dff=16, attention_dropout=0.1, activation_dropout=0.2),
+        Encoder(num_layers=1, d_model=8, num_heads=2, dff=16, vocab_size=10, word_dropout=0.3),
+    ):
+        assert type(layer).from_config(layer.get_config()).get_config() == layer.get_config()
+    # A model config written before the rates existed builds the model without them.
+    old = {k: v for k, v in tiny_model().get_config().items() if k not in REGULARIZERS}
+    assert Transformer.from_config(old).config == tiny_model().config
+    # The .keras file keeps them, and inference is the same.
+    expected = model((SRC, TGT)).numpy()
+    path = tmp_path / "model.keras"
+    model.save(path)
+    loaded = tf.keras.models.load_model(path, safe_mode=True)
+    assert loaded.config == model.config
+    np.testing.assert_array_equal(loaded((SRC, TGT)).numpy(), expected)
+
+
+def test_incremental_decoding_ignores_the_regularization_dropouts():
+    model = tiny_model(num_layers=2, **REGULARIZERS)
+    reference = model((SRC, TGT), training=False).numpy()
+    context, padding_mask = model.encode(SRC)
+    self_cache, cross = model.initial_cache(context, padding_mask, 8)
+    constants = model.step_constants(8, 2)
+    for t in range(5):
+        logits, self_cache = model.decode_step(
+            tf.cast(TGT[:, t], tf.int32), t, self_cache, cross, constants
+        )
+        for row, length in enumerate(TGT_LEN):
+            if t < length:
+                np.testing.assert_allclose(logits.numpy()[row], reference[row, t], atol=1e-5)
+
+
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+def test_regularization_dropouts_train_under_mixed_precision(policy):
+    config = get_preset("tiny").replace(input_vocab_size=30, target_vocab_size=40, **REGULARIZERS)
+    model = Transformer.from_config({**config.to_dict(), "dtype": policy})
+    tf.keras.utils.set_random_seed(0)
+    with tf.GradientTape() as tape:
+        logits = model((pad(SRC, 2), TGT), training=True)
+        loss = tf.reduce_mean(tf.square(logits))
+    gradients = tape.gradient(loss, model.trainable_variables)
+    assert logits.dtype == tf.float32 and np.isfinite(logits.numpy()).all()
+    finite = [np.isfinite(tf.cast(tf.convert_to_tensor(g), tf.float32).numpy()) for g in gradients]
+    assert all(f.all() for f in finite)

@@ -89,6 +89,8 @@ def test_evaluation_is_reproducible_from_the_run_dir(tiny_run):
     line = _last_line(resumed)
     assert re.match(r"quality: tatoeba_dev_bleu=\S+ tatoeba_dev_bleu_lc=\S+ chrf=\S+ ", line)
     assert "ted_dev_bleu_lc=" in line and line.endswith("steps=20")
+    # No best checkpoint (no evaluation in 20 steps): the averaged one, as RunDir.checkpoint.
+    assert "the averaged checkpoint (best > averaged > latest)" in resumed.stdout
     hypotheses = run_dir / "hypotheses" / "averaged"  # small-data averages the last 5
     written = {path.name: path.read_text() for path in hypotheses.iterdir()}
     assert sorted(written) == [
@@ -100,6 +102,43 @@ def test_evaluation_is_reproducible_from_the_run_dir(tiny_run):
     )
     assert _last_line(again) == line
     assert {path.name: path.read_text() for path in hypotheses.iterdir()} == written
+
+
+def test_eval_only_checkpoint_and_alphas(tiny_run):
+    data, run_dir, _ = tiny_run
+    result = _quality(
+        "--data", str(data), "--eval-only", str(run_dir), "--checkpoint", "latest",
+        "--beam-size", "2", "--alphas", "1.0,0.6", "--skip-ted", "--quiet",
+    )  # fmt: skip
+    assert "the latest checkpoint (--checkpoint)" in result.stdout
+    assert re.search(
+        r"cased BLEU by alpha: 1: \S+, 0\.6: \S+; best alpha (1|0\.6)\n", result.stdout
+    )
+    written = sorted(path.name for path in (run_dir / "hypotheses" / "latest").iterdir())
+    assert written == ["tatoeba_dev.1.0.txt", "tatoeba_dev.2.0.6.txt", "tatoeba_dev.2.1.txt"]
+    # The last line reports the first alpha: its row of the table.
+    row = re.search(r"\| tatoeba_dev \| beam2 a=1 \| (\S+) \| (\S+) \| (\S+) \|", result.stdout)
+    line = _last_line(result)
+    assert line.startswith(
+        f"quality: tatoeba_dev_bleu={row[1]} tatoeba_dev_bleu_lc={row[2]} chrf={row[3]} minutes="
+    )
+    assert line.endswith(" steps=20")
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--beam-size", "1", "--alphas", "0.6,1.0"], "needs beam search"),
+        (["--alpha", "1.0", "--alphas", "0.6,1.0"], "give one of them"),
+        (["--alphas", "0.6,0.6"], "distinct"),
+        (["--checkpoint", "best"], "No checkpoint in"),
+    ],
+)
+def test_eval_only_bad_flags(tiny_run, flags, message):
+    data, run_dir, _ = tiny_run
+    result = _run("--data", str(data), "--eval-only", str(run_dir), "--quiet", *flags)
+    assert result.returncode != 0
+    assert message in result.stderr
 
 
 def test_an_existing_run_is_refused_untouched(tiny_run):

@@ -129,6 +129,29 @@ def test_case_is_kept_by_default_and_saved(tokenizers, lower_tokenizers, tmp_pat
         assert loaded.source.tokenize(sentence).to_list() == expected
 
 
+def test_shared_vocab_gives_both_languages_one_vocabulary(written_train, tokenizers, tmp_path):
+    shared = build_tokenizers(
+        _dataset(written_train),
+        vocab_size=1000,
+        vocab_dir=tmp_path / "vocab",
+        learn_params=FAST_LEARN,
+        shared_vocab=True,
+    )
+    vocab = _texts(shared.source.vocab)
+    assert _texts(shared.target.vocab) == vocab and len(vocab) <= 1000
+    assert _texts(tokenizers.source.vocab) != _texts(tokenizers.target.vocab)  # not shared
+    files = sorted((tmp_path / "vocab").iterdir())
+    assert [f.name for f in files] == ["source.pt.vocab", "target.en.vocab"]
+    assert files[0].read_text() == files[1].read_text()
+    # Either language, either role: the same ids, no [UNK], and the text comes back.
+    shared.save(tmp_path / "saved")
+    loaded = load_tokenizers(tmp_path / "saved")
+    for sentence in written_train[0]:
+        ids = [t.tokenize(tf.constant([sentence])) for t in (shared.source, loaded.target)]
+        assert ids[0].to_list() == ids[1].to_list() and UNK_ID not in ids[0].flat_values.numpy()
+        assert _texts(loaded.target.detokenize(ids[0])) == [sentence]
+
+
 def test_vocabulary_learner_keeps_case_unless_asked():
     texts = tf.data.Dataset.from_tensor_slices(["Tom saw tom .", "Tom and Mary ?"] * 20)
     cased = learn_vocab(texts, 100, learn_params=FAST_LEARN)

@@ -53,12 +53,19 @@ class ModelConfig(_DictConfig):
     num_heads: int = 8  # h: attention heads, head size d_model / num_heads
     dff: int = 2048  # inner width of the position-wise feed-forward network
     dropout_rate: float = 0.1  # P_drop
+    # Regularizers for small corpora (Sennrich & Zhang 2019; Araabi & Monz 2020), 0 = off:
+    attention_dropout: float = 0.0  # on the attention weights, after the softmax
+    activation_dropout: float = 0.0  # on the feed-forward activations, after the ReLU
+    word_dropout: float = 0.0  # zero a token's whole word embedding (source and target)
     input_vocab_size: int = 8000  # source (Portuguese) vocabulary
     target_vocab_size: int = 8000  # target (English) vocabulary
     max_length: int = 512  # longest sequence the positional table covers
     norm_first: bool = False  # False: post-norm as in the paper; True: pre-norm
     positional_layout: str = "interleaved"  # "interleaved" (paper) or "concat" (tutorial)
     share_target_embeddings: bool = False  # tie the output projection to target embeddings
+    # One matrix for source and target embeddings and the output projection (three-way tying,
+    # Press & Wolf 2017); implies share_target_embeddings, needs input == target vocab size.
+    share_embeddings: bool = False
 
     def __post_init__(self) -> None:
         if self.d_model % self.num_heads:
@@ -73,8 +80,9 @@ class ModelConfig(_DictConfig):
         for name in ("num_layers", "d_model", "num_heads", "dff", "max_length"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}.")
-        if not 0.0 <= self.dropout_rate < 1.0:
-            raise ValueError(f"dropout_rate must be in [0, 1), got {self.dropout_rate}.")
+        for name in ("dropout_rate", "attention_dropout", "activation_dropout", "word_dropout"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}.")
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
@@ -141,6 +149,7 @@ class TrainConfig(_DictConfig):
     label_smoothing: float = 0.1  # ε_ls
     max_tokens: int = 128  # tokens kept per training sentence (the tutorial's MAX_TOKENS)
     vocab_size: int = 8000  # target size of each WordPiece vocabulary
+    shared_vocab: bool = False  # one vocabulary (of vocab_size) for source and target
     token_budget: int = 4096  # tokens per batch (source or target side, padding included)
     accumulate_steps: int = 1  # batches per replica summed into one optimizer update
     shuffle_buffer: int = 20000  # sentence pairs shuffled per epoch
@@ -289,7 +298,7 @@ class DecodeConfig(_DictConfig):
 
 
 # Data specs that are names, not paths (see `tf_transformer.data.load_dataset`).
-NAMED_DATASETS = ("sample", "ted_hrlr", "ted_hrlr_translate/pt_to_en")
+NAMED_DATASETS = ("sample", "sample_written", "ted_hrlr", "ted_hrlr_translate/pt_to_en")
 _PATH_FIELDS = ("dataset", "tarball", "data_dir")
 
 
@@ -297,7 +306,8 @@ _PATH_FIELDS = ("dataset", "tarball", "data_dir")
 class DataConfig(_DictConfig):
     """Which corpus to train on, and its language pair (source -> target)."""
 
-    dataset: str = "sample"  # "sample", "ted_hrlr", a directory of text files or a .tsv file
+    # "sample" (lower case), "sample_written" (cased), "ted_hrlr", a directory or a .tsv file
+    dataset: str = "sample"
     source_lang: str = "pt"  # source language code: text files are read as train.<source_lang>
     target_lang: str = "en"  # target language code
     tarball: str | None = None  # ted_hrlr: a local copy (or mirror URL) of the TED tarball

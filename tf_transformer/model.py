@@ -10,6 +10,7 @@ from tf_transformer.config import ModelConfig
 from tf_transformer.layers.attention import dense_step, read_weight
 from tf_transformer.layers.decoder import Decoder
 from tf_transformer.layers.encoder import Encoder
+from tf_transformer.layers.xla_step import STEP_LAYOUTS
 from tf_transformer.masks import (
     create_look_ahead_mask,
     create_masks,
@@ -27,7 +28,27 @@ STACK_ARGUMENTS = (
     "max_length",
     "norm_first",
     "positional_layout",
+    "attention_dropout",
+    "activation_dropout",
+    "word_dropout",
 )
+
+
+def tie_token_embeddings(encoder: Encoder, decoder: Decoder) -> None:
+    """Makes `decoder` embed its ids with `encoder`'s token embedding layer (before building).
+
+    The decoder's own, still unbuilt, Embedding is dropped from Keras' tracking, so the model
+    has one embedding matrix: `model.weights` and checkpoints hold it once, under the encoder.
+    """
+    if encoder.vocab_size != decoder.vocab_size:
+        raise ValueError(
+            f"share_embeddings needs one vocabulary: input_vocab_size ({encoder.vocab_size}) "
+            f"!= target_vocab_size ({decoder.vocab_size}). Train with a shared vocabulary "
+            "(shared_vocab, --shared-vocab)."
+        )
+    target = decoder.embedding
+    target._tracker.untrack(target.embedding)  # Keras 3 keeps a replaced layer tracked
+    target.embedding = encoder.embedding.embedding
 
 
 @tf.keras.utils.register_keras_serializable(package="tf_transformer")
@@ -45,11 +66,14 @@ class Transformer(tf.keras.Model):
 
     Args:
       num_layers, d_model, num_heads, dff, dropout_rate: paper sizes.
+      attention_dropout, activation_dropout, word_dropout: extra dropouts (0 = off).
       input_vocab_size, target_vocab_size: vocabulary sizes (id 0 is PAD).
       max_length: positions of the sinusoid tables.
       norm_first: pre-norm instead of the paper's post-norm.
       positional_layout: "interleaved" (paper) or "concat" (tutorial).
       share_target_embeddings: the output projection reuses the target embedding matrix.
+      share_embeddings: one matrix embeds source and target tokens and makes the output
+        projection (three-way tying, Press & Wolf 2017; needs one shared vocabulary).
 
     Call arguments:
       inputs: `(src, tgt_in)`, int `(batch, src_len)` and `(batch, tgt_len)`.
@@ -78,8 +102,10 @@ class Transformer(tf.keras.Model):
         stack["dtype"] = self.dtype_policy
         self.encoder = Encoder(vocab_size=config.input_vocab_size, name="encoder", **stack)
         self.decoder = Decoder(vocab_size=config.target_vocab_size, name="decoder", **stack)
+        if config.share_embeddings:
+            tie_token_embeddings(self.encoder, self.decoder)
         self.final_layer = None
-        if not config.share_target_embeddings:
+        if not (config.share_target_embeddings or config.share_embeddings):
             self.final_layer = tf.keras.layers.Dense(
                 config.target_vocab_size, name="final_layer", dtype=self.dtype_policy
             )
@@ -142,12 +168,13 @@ class Transformer(tf.keras.Model):
         context, _ = self.encoder(src, padding_mask=padding_mask, training=training)
         return context, padding_mask
 
-    def initial_cache(self, context, padding_mask, cache_length):
+    def initial_cache(self, context, padding_mask, cache_length, *, layout="graph"):
         """The decoding caches, split by what changes during decoding.
 
         Args:
           context, padding_mask: from `encode`.
           cache_length: decoder positions the self-attention cache holds.
+          layout: the step's cache layout, "graph" or "xla" (see `step_constants`).
 
         Returns:
           `(self_cache, cross)`. `self_cache` changes at every step and follows the hypotheses
@@ -155,19 +182,23 @@ class Transformer(tf.keras.Model):
           `(batch, heads, cache_length, depth)`, zeros. `cross` is fixed per sentence:
           `{"layers": [{"key", "value"}, ...], "bias": (batch, 1, 1, 1, src_len)}`, the
           cross-attention keys/values computed here, once (see `Decoder.initial_cache`), and
-          the additive source padding bias with the same beam axis of 1.
+          the additive source padding bias with the same beam axis of 1. With
+          `layout="xla"` the heads are merged (shapes in `Decoder.initial_cache`).
         """
         self._build_decoder()
-        self_cache, layers = self.decoder.initial_cache(context, cache_length)
+        self_cache, layers = self.decoder.initial_cache(context, cache_length, layout=layout)
         bias = mask_to_bias(padding_mask, self.compute_dtype)[:, tf.newaxis]
         return self_cache, {"layers": layers, "bias": bias}
 
-    def step_constants(self, cache_length, rows):
+    def step_constants(self, cache_length, rows, *, layout="graph"):
         """What every `decode_step` reads and nothing changes, prepared once per decoding call.
 
         Args:
           cache_length: as in `initial_cache`.
           rows: decoded sequences (`batch * beam_size`).
+          layout: "graph": per-head caches and batched matmuls (`MultiHeadAttention`'s steps),
+            the fastest in graph mode; "xla": heads merged in the caches and attention as
+            products and sums (`layers.xla_step`), the fastest under XLA. The same math.
 
         Returns:
           A dict: `"weights"` (every kernel as a tensor in the compute dtype, the self-attention
@@ -175,23 +206,21 @@ class Transformer(tf.keras.Model):
           `(cache_length, cache_length)` (row `t`: 0 up to position `t`, a large negative after:
           the look-ahead mask as a table, so no step rebuilds it) and `"slots"` int32
           `(cache_length, rows, heads, 3)` (row `t`: the scatter indices `[row, head, t]` that
-          write position `t` into the self-attention cache).
+          write position `t` into the self-attention cache; `(cache_length, rows, 2)`,
+          `[row, t]`, with `layout="xla"`).
         """
+        if layout not in STEP_LAYOUTS:
+            raise ValueError(f"layout must be one of {sorted(STEP_LAYOUTS)}, got {layout!r}.")
         self._build_decoder()
         dtype = self.compute_dtype
-        heads = self.num_heads
-        rows_grid, heads_grid = tf.meshgrid(tf.range(rows), tf.range(heads), indexing="ij")
-        shape = [cache_length, rows, heads]
-        positions = tf.range(cache_length)[:, tf.newaxis, tf.newaxis]
-        slots = tf.stack(
-            [
-                tf.broadcast_to(rows_grid, shape),
-                tf.broadcast_to(heads_grid, shape),
-                tf.broadcast_to(positions, shape),
-            ],
-            axis=-1,
-        )
-        weights = {"decoder": self.decoder.step_weights()}
+        if layout == "xla":  # one slice per row: the heads are merged
+            grids, shape = [tf.range(rows)], [cache_length, rows]
+        else:
+            grids = tf.meshgrid(tf.range(rows), tf.range(self.num_heads), indexing="ij")
+            shape = [cache_length, rows, self.num_heads]
+        positions = tf.reshape(tf.range(cache_length), [cache_length] + [1] * (len(shape) - 1))
+        slots = tf.stack([tf.broadcast_to(g, shape) for g in [*grids, positions]], axis=-1)
+        weights = {"decoder": self.decoder.step_weights(layout=layout)}
         if self.final_layer is not None:
             weights["final_kernel"] = read_weight(self.final_layer.kernel, dtype)
             weights["final_bias"] = read_weight(self.final_layer.bias, dtype)
@@ -208,12 +237,14 @@ class Transformer(tf.keras.Model):
     def _build_decoder(self):
         # The decoder's weights must exist before they are read as tensors (`encode` on an
         # unbuilt model builds only the encoder).
+        if self.share_embeddings and not self.encoder.built:
+            self.encoder.build()  # the shared matrix is the encoder's (its checkpoint path)
         if not self.decoder.built:
             self.decoder.build()
         if self.final_layer is not None and not self.final_layer.built:
             self.final_layer.build((None, None, self.d_model))
 
-    def decode_step(self, ids, step, self_cache, cross, constants, *, beam_size=1):
+    def decode_step(self, ids, step, self_cache, cross, constants, *, beam_size=1, layout="graph"):
         """One decoder position with the caches: the teacher-forced model's math for one token.
 
         Args:
@@ -222,8 +253,9 @@ class Transformer(tf.keras.Model):
           step: scalar int32 position, below `cache_length`.
           self_cache: `rows` rows (from `initial_cache`, tiled per beam, or a previous step).
           cross: the per-sentence part of `initial_cache` (`batch` rows, never tiled).
-          constants: `step_constants(cache_length, rows)`.
+          constants: `step_constants(cache_length, rows, layout=layout)`.
           beam_size: rows per sentence.
+          layout: the layout `initial_cache` and `step_constants` were built with.
 
         Returns:
           `(logits, self_cache)`: float32 `(rows, target_vocab_size)` for position
@@ -240,6 +272,7 @@ class Transformer(tf.keras.Model):
             self_bias=tf.gather(constants["self_bias"], step),
             cross_bias=cross["bias"],
             beam_size=beam_size,
+            layout=layout,
         )
         if self.final_layer is not None:
             logits = dense_step(x, weights["final_kernel"], weights["final_bias"])

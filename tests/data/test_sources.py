@@ -201,7 +201,7 @@ def test_tsv_bad_lines_name_the_line(tmp_path, content, pattern):
 def test_unknown_spec_and_split_list_valid_forms(tmp_path):
     with pytest.raises(ValueError, match="'sample'") as info:
         load_dataset("wmt14", "train")
-    assert "ted_hrlr" in str(info.value)
+    assert "ted_hrlr" in str(info.value) and "'sample_written'" in str(info.value)
     with pytest.raises(ValueError, match="unknown split"):
         load_dataset("sample", "holdout")
     (tmp_path / "notes.txt").write_text("x")
@@ -214,3 +214,14 @@ def test_sample_spec_is_the_embedded_corpus():
     pairs = _decode(load_dataset("sample", "validation"))
     assert len(pairs) == 1000
     assert pairs == sample.sample_pairs("dev")
+
+
+def test_sample_written_spec_is_the_written_style():
+    sample = pytest.importorskip("tf_transformer.data.sample")
+    pairs = _decode(load_dataset("sample_written", "test"))
+    assert pairs == sample.sample_pairs("test", style="written")
+    assert pairs[0][1][0].isupper() and pairs[0][1].endswith((".", "?"))
+    backward = _decode(load_dataset("sample_written", "dev", target_lang="pt", source_lang="en"))
+    assert backward[:3] == [
+        (en, pt) for pt, en in sample.sample_pairs("dev", size=3, style="written")
+    ]

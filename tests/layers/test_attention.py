@@ -88,3 +88,64 @@ def test_cross_attention_step_equals_attention_over_the_memory(beam_size):
         beam_size=beam_size,
     )
     np.testing.assert_allclose(cached.numpy(), tf.reshape(direct, (-1, 8)).numpy(), atol=1e-6)
+
+
+def test_scaled_dot_product_attention_drops_the_weights_it_applies_not_those_it_returns():
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.normal(size=(2, 3, 4)).astype("float32") for _ in range(3))
+    keep_first = np.zeros((3, 3), "float32")
+    keep_first[:, 0] = 1.0
+    out, weights = scaled_dot_product_attention(q, k, v, dropout=lambda w: w * keep_first)
+    np.testing.assert_allclose(weights.numpy().sum(-1), 1.0, atol=1e-6)
+    # Only the first key's weight survives: each output row is that weight times v[0].
+    expected = weights.numpy()[..., :1] * v[:, np.newaxis, 0]
+    np.testing.assert_allclose(out.numpy(), expected, atol=1e-6)
+
+
+def twin_attention(attention_dropout):
+    """A MultiHeadAttention with `attention_dropout` and the weights of one without it."""
+    plain = MultiHeadAttention(d_model=8, num_heads=2)
+    dropped = MultiHeadAttention(d_model=8, num_heads=2, attention_dropout=attention_dropout)
+    plain.build()
+    dropped.build()
+    dropped.set_weights(plain.get_weights())
+    return plain, dropped
+
+
+def test_attention_dropout_changes_only_training_outputs():
+    plain, dropped = twin_attention(0.5)
+    x = tf.random.normal((2, 5, 8), seed=6)
+    reference, reference_weights = plain(x, x, training=True)  # rate 0: no dropout even here
+    inference, inference_weights = dropped(x, x, training=False)
+    np.testing.assert_array_equal(inference.numpy(), reference.numpy())
+    np.testing.assert_array_equal(inference_weights.numpy(), reference_weights.numpy())
+    tf.keras.utils.set_random_seed(0)
+    trained, trained_weights = dropped(x, x, training=True)
+    assert np.abs(trained.numpy() - reference.numpy()).max() > 1e-3
+    # The returned weights are those before dropout: the ones plots show.
+    np.testing.assert_array_equal(trained_weights.numpy(), reference_weights.numpy())
+
+
+def test_zero_attention_dropout_is_bit_identical_in_training():
+    plain, dropped = twin_attention(0.0)
+    x = tf.random.normal((2, 5, 8), seed=7)
+    trained, _ = dropped(x, x, training=True)
+    np.testing.assert_array_equal(trained.numpy(), plain(x, x, training=False)[0].numpy())
+    # No dropout seed variable either: the weights and checkpoints are the old ones.
+    assert len(dropped.variables) == len(plain.variables) == 8
+
+
+def test_attention_dropout_leaves_the_decoding_steps_alone():
+    # The steps are inference: with a rate, they still equal attention without dropout.
+    _, dropped = twin_attention(0.5)
+    x = tf.random.normal((2, 5, 8), seed=8)
+    causal = 1.0 - tf.linalg.band_part(tf.ones((5, 5)), -1, 0)
+    full, _ = dropped(x, x, attention_mask=causal)
+    weights = dropped.step_weights(fuse_qkv=True)
+    zeros = tf.zeros((2, 2, 5, 4))
+    cache = {"key": zeros, "value": zeros}
+    for t in range(5):
+        out, cache = dropped.self_attention_step(
+            x[:, t], weights, cache, step_slots(2, 2, t), causal[t] * -1e9
+        )
+        np.testing.assert_allclose(out.numpy(), full.numpy()[:, t], atol=1e-5)

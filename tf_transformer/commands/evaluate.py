@@ -34,9 +34,9 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--dataset",
         default=None,
-        help="sample | ted_hrlr | PATH (default for a run directory: the dataset it was trained "
-        "on, as its config.json records it, with its --tarball/--data-dir; required for a "
-        "SavedModel, which does not record it).",
+        help="sample | sample_written | ted_hrlr | PATH (default for a run directory: the "
+        "dataset it was trained on, as its config.json records it, with its "
+        "--tarball/--data-dir; required for a SavedModel, which does not record it).",
     )
     parser.add_argument("--split", default="test", help="train|dev|validation|test.")
     parser.add_argument("--tarball", default=None, help="TED: a copy of the original tarball.")

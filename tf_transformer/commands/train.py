@@ -16,11 +16,22 @@ from tf_transformer.config import (
 )
 
 # Flags that override ModelConfig / TrainConfig fields of the same (paper) name.
-MODEL_FLAGS = ("num_layers", "d_model", "num_heads", "dff", "dropout_rate")
+MODEL_FLAGS = (
+    "num_layers",
+    "d_model",
+    "num_heads",
+    "dff",
+    "dropout_rate",
+    "attention_dropout",
+    "activation_dropout",
+    "word_dropout",
+    "share_embeddings",
+)
 TRAIN_FLAGS = (
     "warmup_steps",
     "label_smoothing",
     "vocab_size",
+    "shared_vocab",
     "token_budget",
     "accumulate_steps",
     "epochs",
@@ -67,7 +78,9 @@ def register(subparsers) -> None:
         ),
     )
     data = parser.add_argument_group("data")
-    data.add_argument("--dataset", default=None, help="sample (default) | ted_hrlr | PATH")
+    data.add_argument(
+        "--dataset", default=None, help="sample (default) | sample_written | ted_hrlr | PATH"
+    )
     data.add_argument("--tarball", default=None, help="A local TED tarball (ted_hrlr).")
     data.add_argument("--data-dir", default=None, help="The TFDS data directory.")
     data.add_argument(
@@ -85,6 +98,28 @@ def register(subparsers) -> None:
     for name in ("num_layers", "d_model", "num_heads", "dff"):
         model.add_argument(f"--{name.replace('_', '-')}", type=positive_int, default=None)
     model.add_argument("--dropout-rate", type=float, default=None)
+    model.add_argument(
+        "--attention-dropout",
+        type=float,
+        default=None,
+        metavar="P",
+        help="Dropout on the attention weights (default: 0, off).",
+    )
+    model.add_argument(
+        "--activation-dropout",
+        type=float,
+        default=None,
+        metavar="P",
+        help="Dropout after the feed-forward ReLU (default: 0, off).",
+    )
+    model.add_argument(
+        "--word-dropout",
+        type=float,
+        default=None,
+        metavar="P",
+        help="Drop whole source and target word embeddings with probability P in training "
+        "(default: 0, off).",
+    )
     model.add_argument("--warmup-steps", type=positive_int, default=None)
     model.add_argument("--label-smoothing", type=float, default=None)
     model.add_argument(
@@ -98,6 +133,20 @@ def register(subparsers) -> None:
         "name); the model's positional table is made at least this long.",
     )
     model.add_argument("--vocab-size", type=positive_int, default=None, help="WordPiece target.")
+    model.add_argument(
+        "--shared-vocab",
+        action="store_true",
+        default=None,
+        help="One WordPiece vocabulary of --vocab-size tokens, learnt from source and target "
+        "text together, for both languages.",
+    )
+    model.add_argument(
+        "--share-embeddings",
+        action="store_true",
+        default=None,
+        help="One matrix for source and target embeddings and the output projection "
+        "(needs --shared-vocab).",
+    )
     model.add_argument("--token-budget", type=positive_int, default=None, help="Tokens per batch.")
     model.add_argument(
         "--accumulate",

@@ -1,6 +1,8 @@
 """A Portuguese→English parallel corpus generated from a small grammar, offline and seeded.
 
-Text is lower case with punctuation as separate tokens (like TED hrlr), 3 to 14 words a sentence.
+Text is lower case with punctuation as separate tokens (like TED hrlr), 3 to 14 words a sentence;
+`sample_pairs(style="written")` (the data spec `sample_written`) gives the same pairs capitalised
+and punctuated as people write them (`written_style.py`): "O carro do menino é novo.".
 Each sentence is one clause in one of three moods (statement, negation with `não`, yes/no question
 ending in `?`), present or past tense, built from one of four patterns:
 
@@ -36,10 +38,12 @@ import random
 from collections.abc import Iterator
 
 from tf_transformer.data import sample_lexicon as lex
+from tf_transformer.data.written_style import written_pair
 
 SPLIT_SIZES = {"train": 20000, "dev": 1000, "test": 1000}
 _SPLIT_NAMES = {"train": "train", "dev": "dev", "validation": "dev", "val": "dev", "test": "test"}
 MOODS = ("statement", "negative", "question")
+STYLES = ("lower", "written")  # `sample_pairs(style=...)`: the data specs sample, sample_written
 
 # One example per phenomenon; `tests/data/test_sample.py` rebuilds each from its structure.
 PHENOMENA: dict[str, tuple[str, str]] = {
@@ -299,23 +303,30 @@ def _pool(seed: int) -> tuple[tuple[str, str], ...]:
     raise AssertionError("unreachable")
 
 
-def sample_pairs(split: str, seed: int = 0, size: int | None = None) -> list[tuple[str, str]]:
+def sample_pairs(
+    split: str, seed: int = 0, size: int | None = None, *, style: str = "lower"
+) -> list[tuple[str, str]]:
     """(pt, en) pairs of one split of the generated corpus.
 
     The splits partition one pool of distinct Portuguese sentences, so no sentence is in two.
+    The written style is the same pairs, capitalised and punctuated (`written_style`).
 
     Args:
         split: "train", "dev" or "test"; "validation" and "val" also name "dev".
         seed: seed of the generator; the same seed gives the same pairs.
         size: number of pairs, at most `SPLIT_SIZES[split]`; a prefix of the full split.
             None for the whole split.
+        style: "lower" (lower case, punctuation spaced: "o carro é novo .") or "written"
+            ("O carro é novo."); see `STYLES`.
 
     Returns:
         A list of (portuguese, english) sentence pairs.
 
     Raises:
-        ValueError: for an unknown split name or a size out of range.
+        ValueError: for an unknown split name or style, or a size out of range.
     """
+    if style not in STYLES:
+        raise ValueError(f"unknown style {style!r}; expected one of {STYLES}")
     if split not in _SPLIT_NAMES:
         raise ValueError(f"unknown split {split!r}; expected one of {sorted(_SPLIT_NAMES)}")
     name = _SPLIT_NAMES[split]
@@ -329,4 +340,7 @@ def sample_pairs(split: str, seed: int = 0, size: int | None = None) -> list[tup
         "dev": SPLIT_SIZES["train"],
         "test": SPLIT_SIZES["train"] + SPLIT_SIZES["dev"],
     }[name]
-    return list(_pool(seed)[start : start + size])
+    pairs = _pool(seed)[start : start + size]
+    if style == "written":
+        return [written_pair(pt, en) for pt, en in pairs]
+    return list(pairs)

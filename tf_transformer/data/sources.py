@@ -11,6 +11,8 @@ from tf_transformer.data.ted_tarball import TED_SHA256, fetch_tarball, read_ted_
 from tf_transformer.data.text_files import read_text_dir, read_tsv
 
 TED_SPECS = ("ted_hrlr", "ted_hrlr_translate/pt_to_en")
+# The embedded corpus, by style: lower case with spaced punctuation, or written (capitalised).
+SAMPLE_SPECS = {"sample": "lower", "sample_written": "written"}
 
 _SPLIT_ALIASES = {
     "train": "train",
@@ -23,7 +25,8 @@ _SPLIT_ALIASES = {
 
 VALID_SPECS_HELP = (
     "valid data specs: 'ted_hrlr' (alias of 'ted_hrlr_translate/pt_to_en', through TFDS, "
-    "or tarball=PATH|URL), 'sample' (the embedded corpus), a directory of aligned text files "
+    "or tarball=PATH|URL), 'sample' (the embedded corpus, lower case), 'sample_written' (the "
+    "same, capitalised and punctuated), a directory of aligned text files "
     "(train.<source_lang>/train.<target_lang>, dev|val|validation.*, test.*, or <split>.tsv), "
     "or a .tsv file (source<TAB>target per line)"
 )
@@ -71,8 +74,9 @@ def load_dataset(
 
     Args:
         spec: ``"ted_hrlr"`` / ``"ted_hrlr_translate/pt_to_en"`` (TFDS, or `tarball`),
-            ``"sample"``, a directory of aligned text files, or a ``.tsv`` file. A single TSV
-            file is one corpus: it is returned whatever the split.
+            ``"sample"`` (lower case: "o carro é novo ."), ``"sample_written"`` (the same pairs
+            as written: "O carro é novo."), a directory of aligned text files, or a ``.tsv``
+            file. A single TSV file is one corpus: it is returned whatever the split.
         split: ``train``, ``validation`` (also ``dev``/``val``) or ``test``.
         data_dir: TFDS data directory for the TED spec (default: TFDS's).
         download: let TFDS download the TED data when it is not prepared.
@@ -100,7 +104,7 @@ def load_dataset(
     spec_text = str(spec)
     if tarball is not None and spec_text not in TED_SPECS:
         raise ValueError(f"a tarball is for the TED data (ted_hrlr) only, not {spec_text!r}")
-    if spec_text in ("sample", *TED_SPECS):
+    if spec_text in (*SAMPLE_SPECS, *TED_SPECS):
         pairs = _builtin_pairs(spec_text, name, data_dir, download, tarball, sha256)
         return _in_direction(pairs, spec_text, source_lang, target_lang)
     path = Path(spec_text).expanduser()
@@ -129,7 +133,7 @@ def _builtin_pairs(spec_text, name, data_dir, download, tarball, sha256) -> tf.d
         return pairs_to_dataset(read_ted_tarball(tarball, name, sha256=sha256))
     from tf_transformer.data.sample import sample_pairs
 
-    return pairs_to_dataset(sample_pairs(name))
+    return pairs_to_dataset(sample_pairs(name, style=SAMPLE_SPECS[spec_text]))
 
 
 def _in_direction(pairs: tf.data.Dataset, spec: str, source_lang: str, target_lang: str):

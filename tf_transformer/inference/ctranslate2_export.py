@@ -21,7 +21,8 @@ What maps to what (CTranslate2 names on the right):
   table (used when none is given) matches neither (greedy ids differ without our table).
   Embeddings are scaled by ``sqrt(d_model)`` in both (``scale_embeddings``).
 * Tied target embeddings (``share_target_embeddings``): the projection is the target embedding
-  matrix with a zero bias.
+  matrix with a zero bias. With ``share_embeddings`` that one matrix is also the source
+  embedding: the same weights are written for both embeddings and the projection.
 * Tokens: the vocabularies of the run's tokenizers, reserved tokens first; ``[START]`` is the
   BOS and decoder start token, ``[END]`` the EOS token, both added to the source by CTranslate2
   (``add_source_bos``/``add_source_eos``), so the source is the WordPiece tokens alone, as

@@ -39,7 +39,7 @@ def pad_to_multiple(ids: tf.Tensor, multiple: int, limit: int | None = None) -> 
 
 
 def model_logits_fn(
-    model, src: tf.Tensor, max_length: int, *, beam_size: int = 1
+    model, src: tf.Tensor, max_length: int, *, beam_size: int = 1, layout: str = "graph"
 ) -> tuple[LogitsFn, SplitCache]:
     """The cached seam for a `Transformer`: the encoder and cross-attention K/V run once.
 
@@ -49,6 +49,8 @@ def model_logits_fn(
       max_length: decoder positions the fixed-size self-attention cache holds.
       beam_size: hypotheses per sentence the strategy will decode (1 for greedy decoding); the
         cross-attention keys/values and the source mask stay per sentence, shared by its beams.
+      layout: the decoding step's cache layout: "graph" (per-head caches, batched matmuls) or
+        "xla" (heads merged, attention as products and sums; see `Transformer.step_constants`).
 
     Returns:
       `(logits_fn, initial_cache)`: a `SplitCache` whose `per_beam` part is the self-attention
@@ -61,12 +63,18 @@ def model_logits_fn(
             f"max_length {max_length} exceeds the model's positional table ({model.max_length})."
         )
     context, padding_mask = model.encode(src)
-    self_cache, cross = model.initial_cache(context, padding_mask, max_length)
-    constants = model.step_constants(max_length, tf.shape(src)[0] * beam_size)
+    self_cache, cross = model.initial_cache(context, padding_mask, max_length, layout=layout)
+    constants = model.step_constants(max_length, tf.shape(src)[0] * beam_size, layout=layout)
 
     def logits_fn(ids, step, cache):
         logits, self_cache = model.decode_step(
-            ids, step, cache.per_beam, cache.per_sentence, constants, beam_size=beam_size
+            ids,
+            step,
+            cache.per_beam,
+            cache.per_sentence,
+            constants,
+            beam_size=beam_size,
+            layout=layout,
         )
         return logits, SplitCache(self_cache, cache.per_sentence)
 
@@ -100,6 +108,7 @@ def make_decode_fn(
     return_all_beams: bool = False,
     jit_compile: bool = False,
     recompute: bool = False,
+    step_layout: str | None = None,
 ) -> Callable[[tf.Tensor], DecodeOutput]:
     """A `tf.function` `src (batch, src_len) int64 -> DecodeOutput` decoding with `model`.
 
@@ -114,13 +123,19 @@ def make_decode_fn(
         so the source is padded to a multiple of `SRC_LENGTH_BUCKET` first (PAD is masked: the
         output does not change); each batch size still compiles once.
       recompute: use the reference `recompute_logits_fn` (no cache; cannot be XLA-compiled).
+      step_layout: the decoding step's cache layout (`model_logits_fn`'s `layout`); by default
+        "xla" with `jit_compile`, else "graph" (each is the faster one there).
     """
+    if step_layout is None:
+        step_layout = "xla" if jit_compile else "graph"
 
     def decode(src):
         if recompute:
             logits_fn, cache = recompute_logits_fn(model, src, max_length)
         else:
-            logits_fn, cache = model_logits_fn(model, src, max_length, beam_size=beam_size)
+            logits_fn, cache = model_logits_fn(
+                model, src, max_length, beam_size=beam_size, layout=step_layout
+            )
         batch = tf.shape(src)[0]
         if beam_size == 1:
             return greedy_decode(

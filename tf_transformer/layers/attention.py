@@ -9,7 +9,7 @@ import tensorflow as tf
 from tf_transformer.masks import mask_to_bias
 
 
-def scaled_dot_product_attention(q, k, v, mask=None):
+def scaled_dot_product_attention(q, k, v, mask=None, dropout=None):
     """`softmax(q k^T / sqrt(d_k) + mask * large_negative) v` (paper section 3.2.1).
 
     Args:
@@ -17,6 +17,8 @@ def scaled_dot_product_attention(q, k, v, mask=None):
       k: `(..., len_k, depth)` keys.
       v: `(..., len_k, depth_v)` values.
       mask: optional float mask broadcastable to `(..., len_q, len_k)`; **1.0 = masked**.
+      dropout: optional callable applied to the weights before they weight the values
+        (attention dropout); the returned weights are the ones before it.
 
     Returns:
       `(output, weights)`: `(..., len_q, depth_v)` and the attention weights
@@ -27,7 +29,8 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     if mask is not None:
         logits += mask_to_bias(mask, logits.dtype)
     weights = tf.nn.softmax(logits, axis=-1)
-    return tf.matmul(weights, v), weights
+    dropped = weights if dropout is None else dropout(weights)
+    return tf.matmul(dropped, v), weights
 
 
 def dense_step(x, kernel, bias):
@@ -54,6 +57,8 @@ class MultiHeadAttention(tf.keras.layers.Layer):
     Args:
       d_model: model width; the query/key/value/output projections are `d_model x d_model`.
       num_heads: number of heads; must divide `d_model`.
+      attention_dropout: dropout on the attention weights after the softmax, in `call` with
+        `training=True` only (the decoding steps are inference: no dropout).
 
     Call arguments:
       query: `(batch, len_q, d_model)`.
@@ -61,10 +66,11 @@ class MultiHeadAttention(tf.keras.layers.Layer):
       key: optional `(batch, len_v, d_model)`.
       attention_mask: optional float mask broadcastable to `(batch, num_heads, len_q, len_k)`.
         (Not named `mask`: Keras treats a `mask` argument as an implicit Keras mask.)
+      training: attention dropout on when True.
 
     Returns:
       `(output, weights)`: `output` is `(batch, len_q, d_model)` and `weights`
-      `(batch, num_heads, len_q, len_k)`.
+      `(batch, num_heads, len_q, len_k)` (before attention dropout: rows sum to 1).
 
     Example:
       >>> mha = MultiHeadAttention(d_model=8, num_heads=2)
@@ -73,18 +79,21 @@ class MultiHeadAttention(tf.keras.layers.Layer):
       (TensorShape([1, 3, 8]), TensorShape([1, 2, 3, 4]))
     """
 
-    def __init__(self, *, d_model: int, num_heads: int, **kwargs):
+    def __init__(self, *, d_model: int, num_heads: int, attention_dropout: float = 0.0, **kwargs):
         super().__init__(**kwargs)
         if d_model % num_heads:
             raise ValueError(f"d_model ({d_model}) must be divisible by num_heads ({num_heads}).")
         self.d_model = d_model
         self.num_heads = num_heads
+        self.attention_dropout = attention_dropout
         self.depth = d_model // num_heads
         dense = {"dtype": self.dtype_policy}
         self.wq = tf.keras.layers.Dense(d_model, name="query", **dense)
         self.wk = tf.keras.layers.Dense(d_model, name="key", **dense)
         self.wv = tf.keras.layers.Dense(d_model, name="value", **dense)
         self.wo = tf.keras.layers.Dense(d_model, name="output", **dense)
+        # A rate of 0 makes a Dropout with no seed variable: checkpoints keep their contents.
+        self.attention_dropout_layer = tf.keras.layers.Dropout(attention_dropout, **dense)
 
     def split_heads(self, x):
         """`(batch, len, d_model)` -> `(batch, num_heads, len, depth)`."""
@@ -104,10 +113,16 @@ class MultiHeadAttention(tf.keras.layers.Layer):
             dense.build((None, None, self.d_model))
         self.built = True
 
-    def call(self, query, value, key=None, *, attention_mask=None):
+    def call(self, query, value, key=None, *, attention_mask=None, training=None):
         q = self.split_heads(self.wq(query))  # (batch, heads, len_q, depth)
         k, v = self.project_key_value(value, key)  # (batch, heads, len_k, depth)
-        attended, weights = scaled_dot_product_attention(q, k, v, mask=attention_mask)
+        attended, weights = scaled_dot_product_attention(
+            q,
+            k,
+            v,
+            mask=attention_mask,
+            dropout=lambda w: self.attention_dropout_layer(w, training=training),
+        )
         attended = tf.transpose(attended, (0, 2, 1, 3))  # (batch, len_q, heads, depth)
         attended = tf.reshape(attended, (tf.shape(attended)[0], -1, self.d_model))
         return self.wo(attended), weights
@@ -199,7 +214,11 @@ class MultiHeadAttention(tf.keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(d_model=self.d_model, num_heads=self.num_heads)
+        config.update(
+            d_model=self.d_model,
+            num_heads=self.num_heads,
+            attention_dropout=self.attention_dropout,
+        )
         return config
 
 

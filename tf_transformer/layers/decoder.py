@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from tf_transformer.layers.attention import MultiHeadAttention, dense_step, read_weight
-from tf_transformer.layers.feed_forward import FeedForward
+from tf_transformer.layers.attention import dense_step, read_weight
 from tf_transformer.layers.stack import Stack, SublayerBlock
+from tf_transformer.layers.xla_step import STEP_LAYOUTS, heads_minor
 
 
 def layer_norm_step(x, norm):
@@ -46,7 +46,8 @@ class DecoderLayer(SublayerBlock):
     one decoded position with a key/value cache (inference only: no dropout).
 
     Args:
-      d_model, num_heads, dff, dropout_rate, norm_first: as in EncoderLayer.
+      d_model, num_heads, dff, dropout_rate, norm_first, attention_dropout,
+        activation_dropout: as in EncoderLayer.
 
     Call arguments:
       x: `(batch, tgt_len, d_model)`.
@@ -69,11 +70,9 @@ class DecoderLayer(SublayerBlock):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        policy = self.dtype_policy
-        sizes = {"d_model": self.d_model, "num_heads": self.num_heads, "dtype": policy}
-        self.self_attention = MultiHeadAttention(name="self_attention", **sizes)
-        self.cross_attention = MultiHeadAttention(name="cross_attention", **sizes)
-        self.ffn = FeedForward(d_model=self.d_model, dff=self.dff, name="ffn", dtype=policy)
+        self.self_attention = self.make_attention("self_attention")
+        self.cross_attention = self.make_attention("cross_attention")
+        self.ffn = self.make_feed_forward()
         self.make_norms_and_dropouts()
 
     def _sublayers(self):
@@ -82,31 +81,36 @@ class DecoderLayer(SublayerBlock):
     def call(self, x, context, *, self_mask=None, cross_mask=None, training=None):
         # Masked self-attention block.
         h = self.norm1(x) if self.norm_first else x
-        attended, self_weights = self.self_attention(h, h, attention_mask=self_mask)
+        attended, self_weights = self.self_attention(
+            h, h, attention_mask=self_mask, training=training
+        )
         x = x + self.dropout1(attended, training=training)
         if not self.norm_first:
             x = self.norm1(x)
         # Cross-attention block: queries from the decoder, keys/values from the encoder.
         h = self.norm2(x) if self.norm_first else x
-        attended, cross_weights = self.cross_attention(h, context, attention_mask=cross_mask)
+        attended, cross_weights = self.cross_attention(
+            h, context, attention_mask=cross_mask, training=training
+        )
         x = x + self.dropout2(attended, training=training)
         if not self.norm_first:
             x = self.norm2(x)
         # Feed-forward block.
         h = self.norm3(x) if self.norm_first else x
-        x = x + self.dropout3(self.ffn(h), training=training)
+        x = x + self.dropout3(self.ffn(h, training=training), training=training)
         if not self.norm_first:
             x = self.norm3(x)
         return x, self_weights, cross_weights
 
     # One-token decoding.
 
-    def step_weights(self) -> dict:
+    def step_weights(self, *, layout="graph") -> dict:
         """Every weight `step` reads, as tensors (read once per decoding call)."""
         dtype = self.compute_dtype
+        attention_weights = STEP_LAYOUTS[layout].step_weights
         return {
-            "self_attention": self.self_attention.step_weights(fuse_qkv=True),
-            "cross_attention": self.cross_attention.step_weights(fuse_qkv=False),
+            "self_attention": attention_weights(self.self_attention, fuse_qkv=True),
+            "cross_attention": attention_weights(self.cross_attention, fuse_qkv=False),
             "inner_kernel": read_weight(self.ffn.inner.kernel, dtype),
             "inner_bias": read_weight(self.ffn.inner.bias, dtype),
             "outer_kernel": read_weight(self.ffn.outer.kernel, dtype),
@@ -114,7 +118,9 @@ class DecoderLayer(SublayerBlock):
             "norms": [norm_weights(getattr(self, f"norm{i}")) for i in (1, 2, 3)],
         }
 
-    def step(self, x, weights, cache, cross, *, slot, self_bias, cross_bias, beam_size=1):
+    def step(
+        self, x, weights, cache, cross, *, slot, self_bias, cross_bias, beam_size=1, layout="graph"
+    ):
         """The layer for one decoded position (no dropout), on 2-D `(rows, d_model)` inputs.
 
         Args:
@@ -126,22 +132,26 @@ class DecoderLayer(SublayerBlock):
           slot, self_bias: as in `MultiHeadAttention.self_attention_step`.
           cross_bias: `(batch, 1, 1, 1, src_len)` additive source padding bias.
           beam_size: rows per sentence.
+          layout: "graph" (the shapes above) or "xla" (heads merged: the shapes of
+            `xla_step.self_attention_step` / `cross_attention_step`).
 
         Returns:
           `(x, cache)`: `(rows, d_model)` and the updated self-attention cache.
         """
+        _, self_step, cross_step = STEP_LAYOUTS[layout]
         norm1, norm2, norm3 = weights["norms"]
         # Masked self-attention block.
         h = layer_norm_step(x, norm1) if self.norm_first else x
-        attended, cache = self.self_attention.self_attention_step(
-            h, weights["self_attention"], cache, slot, self_bias
+        attended, cache = self_step(
+            self.self_attention, h, weights["self_attention"], cache, slot, self_bias
         )
         x = x + attended
         if not self.norm_first:
             x = layer_norm_step(x, norm1)
         # Cross-attention block.
         h = layer_norm_step(x, norm2) if self.norm_first else x
-        x = x + self.cross_attention.cross_attention_step(
+        x = x + cross_step(
+            self.cross_attention,
             h,
             weights["cross_attention"],
             cross["key"],
@@ -166,8 +176,9 @@ class Decoder(Stack):
 
     Args:
       num_layers, d_model, num_heads, dff, dropout_rate, norm_first, max_length,
-      positional_layout: as in Encoder.
+        positional_layout, attention_dropout, activation_dropout: as in Encoder.
       vocab_size: target vocabulary size.
+      word_dropout: probability of zeroing a target token's word embedding (training only).
 
     Call arguments:
       ids: `(batch, tgt_len)` decoder input ids (START first).
@@ -201,22 +212,24 @@ class Decoder(Stack):
 
     # One-token decoding.
 
-    def initial_cache(self, context, cache_length):
+    def initial_cache(self, context, cache_length, *, layout="graph"):
         """The decoding caches: empty self-attention slots, cross-attention keys/values once.
 
         Args:
           context: `(batch, src_len, d_model)` encoder output.
           cache_length: number of decoder positions the self-attention cache holds.
+          layout: "graph" or "xla" (heads merged), as in `DecoderLayer.step`.
 
         Returns:
           `(self_cache, cross)`: two lists (one entry per layer) of `{"key", "value"}`; the
           self-attention cache is zeros `(batch, num_heads, cache_length, depth)`, the cross
           keys/values `(batch, 1, num_heads, src_len, depth)`: one per sentence, with a beam
           axis of 1 that `MultiHeadAttention.cross_attention_step` broadcasts over the beams.
+          With `layout="xla"`: `(batch, cache_length, d_model)` and `(batch, 1, src_len,
+          d_model)`, the keys depth-major (see `xla_step`).
         """
         batch, src_len = tf.shape(context)[0], tf.shape(context)[1]
         depth = self.d_model // self.num_heads
-        zeros = tf.zeros((batch, self.num_heads, cache_length, depth), context.dtype)
         # Every layer's cross keys and values in one matmul and one transpose (each layer's
         # `project_key_value` would be 2 Dense calls and 2 transposes, 8 layers' worth of ops).
         dtype = self.compute_dtype
@@ -226,11 +239,16 @@ class Decoder(Stack):
         kernel = tf.concat([read_weight(d.kernel, dtype) for d in dense], axis=1)
         bias = tf.concat([read_weight(d.bias, dtype) for d in dense], axis=0)
         projected = dense_step(tf.reshape(context, (-1, self.d_model)), kernel, bias)
-        projected = tf.reshape(projected, (batch, src_len, 1, len(dense), self.num_heads, depth))
-        projected = tf.transpose(
-            projected, (3, 0, 2, 4, 1, 5)
-        )  # (2 layers, batch, 1, heads, src, depth)
-        keys_values = tf.unstack(projected, num=len(dense))
+        if layout == "xla":  # heads merged, keys depth-major
+            shape = (batch, 1, src_len, len(dense), self.d_model)
+            keys_values = tf.unstack(tf.reshape(projected, shape), num=len(dense), axis=3)
+            keys_values[::2] = [heads_minor(key, self.num_heads) for key in keys_values[::2]]
+            zeros = tf.zeros((batch, cache_length, self.d_model), context.dtype)
+        else:
+            shape = (batch, src_len, 1, len(dense), self.num_heads, depth)
+            # (2 layers, batch, 1, heads, src, depth)
+            keys_values = tf.unstack(tf.transpose(tf.reshape(projected, shape), (3, 0, 2, 4, 1, 5)))
+            zeros = tf.zeros((batch, self.num_heads, cache_length, depth), context.dtype)
         self_cache = [{"key": zeros, "value": zeros} for _ in self.stack]
         cross = [
             {"key": keys_values[2 * i], "value": keys_values[2 * i + 1]}
@@ -238,19 +256,30 @@ class Decoder(Stack):
         ]
         return self_cache, cross
 
-    def step_weights(self) -> dict:
+    def step_weights(self, *, layout="graph") -> dict:
         """Every weight `step` reads, as tensors in the compute dtype (once per decoding call)."""
         dtype = self.compute_dtype
         return {
             "embeddings": read_weight(self.embedding.embedding.embeddings, dtype),
             "scale": tf.constant(float(self.d_model) ** 0.5, dtype),
             "positions": tf.cast(self.embedding.pos_encoding, dtype),
-            "layers": [layer.step_weights() for layer in self.stack],
+            "layers": [layer.step_weights(layout=layout) for layer in self.stack],
             "final_norm": None if self.final_norm is None else norm_weights(self.final_norm),
         }
 
     def step(
-        self, ids, position, weights, cache, cross, *, slot, self_bias, cross_bias, beam_size=1
+        self,
+        ids,
+        position,
+        weights,
+        cache,
+        cross,
+        *,
+        slot,
+        self_bias,
+        cross_bias,
+        beam_size=1,
+        layout="graph",
     ):
         """The decoder for one position: `(rows,)` ids -> `(rows, d_model)`, no dropout.
 
@@ -259,7 +288,7 @@ class Decoder(Stack):
           position: scalar int32, below `max_length` (the caller checks it once).
           weights: `step_weights()`.
           cache, cross: the lists of `initial_cache` (the self-attention one with `rows` rows).
-          slot, self_bias, cross_bias, beam_size: as in `DecoderLayer.step`.
+          slot, self_bias, cross_bias, beam_size, layout: as in `DecoderLayer.step`.
 
         Returns:
           `(x, cache)`.
@@ -280,6 +309,7 @@ class Decoder(Stack):
                 self_bias=self_bias,
                 cross_bias=cross_bias,
                 beam_size=beam_size,
+                layout=layout,
             )
             new_cache.append(layer_cache)
         if weights["final_norm"] is not None:

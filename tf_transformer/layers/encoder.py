@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from tf_transformer.layers.attention import MultiHeadAttention
-from tf_transformer.layers.feed_forward import FeedForward
 from tf_transformer.layers.stack import Stack, SublayerBlock
 
 
@@ -20,6 +18,8 @@ class EncoderLayer(SublayerBlock):
       d_model, num_heads, dff: sizes (paper names).
       dropout_rate: dropout on each sublayer output before the residual sum.
       norm_first: pre-norm instead of post-norm.
+      attention_dropout: dropout on the attention weights (after the softmax).
+      activation_dropout: dropout after the feed-forward ReLU.
 
     Call arguments:
       x: `(batch, len, d_model)`.
@@ -41,11 +41,8 @@ class EncoderLayer(SublayerBlock):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        policy = self.dtype_policy
-        self.self_attention = MultiHeadAttention(
-            d_model=self.d_model, num_heads=self.num_heads, name="self_attention", dtype=policy
-        )
-        self.ffn = FeedForward(d_model=self.d_model, dff=self.dff, name="ffn", dtype=policy)
+        self.self_attention = self.make_attention("self_attention")
+        self.ffn = self.make_feed_forward()
         self.make_norms_and_dropouts()
 
     def _sublayers(self):
@@ -54,13 +51,15 @@ class EncoderLayer(SublayerBlock):
     def call(self, x, *, padding_mask=None, training=None):
         # Self-attention block.
         h = self.norm1(x) if self.norm_first else x
-        attended, weights = self.self_attention(h, h, attention_mask=padding_mask)
+        attended, weights = self.self_attention(
+            h, h, attention_mask=padding_mask, training=training
+        )
         x = x + self.dropout1(attended, training=training)
         if not self.norm_first:
             x = self.norm1(x)
         # Feed-forward block.
         h = self.norm2(x) if self.norm_first else x
-        x = x + self.dropout2(self.ffn(h), training=training)
+        x = x + self.dropout2(self.ffn(h, training=training), training=training)
         if not self.norm_first:
             x = self.norm2(x)
         return x, weights
@@ -74,10 +73,12 @@ class Encoder(Stack):
     after the first layer).
 
     Args:
-      num_layers, d_model, num_heads, dff, dropout_rate, norm_first: as in EncoderLayer.
+      num_layers, d_model, num_heads, dff, dropout_rate, norm_first, attention_dropout,
+        activation_dropout: as in EncoderLayer.
       vocab_size: source vocabulary size.
       max_length: positions of the sinusoid table.
       positional_layout: "interleaved" or "concat".
+      word_dropout: probability of zeroing a source token's word embedding (training only).
 
     Call arguments:
       ids: `(batch, src_len)` source ids, 0 = PAD.

@@ -12,9 +12,11 @@ class FeedForward(tf.keras.layers.Layer):
     Args:
       d_model: input and output width.
       dff: inner width.
+      activation_dropout: dropout on the inner activations, after the ReLU (training only).
 
     Call arguments:
       x: `(batch, len, d_model)`.
+      training: activation dropout on when True.
 
     Returns:
       `(batch, len, d_model)`.
@@ -25,14 +27,19 @@ class FeedForward(tf.keras.layers.Layer):
       TensorShape([2, 5, 8])
     """
 
-    def __init__(self, *, d_model: int, dff: int, **kwargs):
+    def __init__(self, *, d_model: int, dff: int, activation_dropout: float = 0.0, **kwargs):
         super().__init__(**kwargs)
         self.d_model = d_model
         self.dff = dff
+        self.activation_dropout = activation_dropout
         self.inner = tf.keras.layers.Dense(
             dff, activation="relu", name="inner", dtype=self.dtype_policy
         )
         self.outer = tf.keras.layers.Dense(d_model, name="outer", dtype=self.dtype_policy)
+        # A rate of 0 makes a Dropout with no seed variable: checkpoints keep their contents.
+        self.activation_dropout_layer = tf.keras.layers.Dropout(
+            activation_dropout, dtype=self.dtype_policy
+        )
 
     def build(self, *args, **kwargs):
         # Explicit builds: Keras 3 would otherwise trace `call` symbolically to find the weights,
@@ -41,10 +48,13 @@ class FeedForward(tf.keras.layers.Layer):
         self.outer.build((None, None, self.dff))
         self.built = True
 
-    def call(self, x):
-        return self.outer(self.inner(x))
+    def call(self, x, training=None):
+        h = self.inner(x)  # (batch, len, dff), after the ReLU
+        return self.outer(self.activation_dropout_layer(h, training=training))
 
     def get_config(self):
         config = super().get_config()
-        config.update(d_model=self.d_model, dff=self.dff)
+        config.update(
+            d_model=self.d_model, dff=self.dff, activation_dropout=self.activation_dropout
+        )
         return config

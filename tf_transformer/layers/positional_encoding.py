@@ -90,6 +90,16 @@ class PositionalEmbedding(tf.keras.layers.Layer):
         self.built = True
 
     def call(self, ids, *, offset=0):
+        return self.scaled_embedding(ids) + self.positions(ids, offset=offset)
+
+    def scaled_embedding(self, ids):
+        """The token embeddings times sqrt(d_model): `(batch, len, d_model)`, no positions."""
+        x = self.embedding(ids)  # (batch, len, d_model)
+        # Cast the scale to the compute dtype: float16 * float32 raises under mixed_float16.
+        return x * tf.cast(tf.math.sqrt(float(self.d_model)), x.dtype)
+
+    def positions(self, ids, *, offset=0):
+        """The sinusoid rows of `ids`' positions (from `offset`): `(1, len, d_model)`."""
         # A static length keeps the slice static under XLA: `table[offset : offset + length]`
         # with a tensor offset compiles to a dynamic shape padded to `max_length` rows, so a
         # one-step decode did the work of 512 positions.
@@ -99,11 +109,8 @@ class PositionalEmbedding(tf.keras.layers.Layer):
             self.max_length,
             message="Sequence longer than max_length of the positional table.",
         )
-        x = self.embedding(ids)  # (batch, len, d_model)
-        # Cast the scale to the compute dtype: float16 * float32 raises under mixed_float16.
-        x *= tf.cast(tf.math.sqrt(float(self.d_model)), x.dtype)
         positions = tf.slice(self.pos_encoding, [offset, 0], [length, self.d_model])
-        return x + tf.cast(positions, x.dtype)[tf.newaxis]
+        return tf.cast(positions, self.compute_dtype)[tf.newaxis]
 
     def get_config(self):
         config = super().get_config()

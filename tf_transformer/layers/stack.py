@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from tf_transformer.layers.attention import MultiHeadAttention
+from tf_transformer.layers.feed_forward import FeedForward
 from tf_transformer.layers.positional_encoding import PositionalEmbedding
 
 
@@ -18,7 +20,8 @@ class SublayerBlock(tf.keras.layers.Layer):
     A layer with `blocks` residual blocks gets `norm1 … normN` and `dropout1 … dropoutN`. Each
     block is `x = norm(x + dropout(sublayer(x)))` (post-norm, the paper) or
     `x = x + dropout(sublayer(norm(x)))` (`norm_first=True`, pre-norm), written out in the
-    subclass's `call`.
+    subclass's `call`. `attention_dropout` (on the attention weights) and `activation_dropout`
+    (after the feed-forward ReLU) go to the sublayers; like `dropout_rate`, training only.
     """
 
     blocks: int  # residual blocks per layer: 2 in the encoder, 3 in the decoder
@@ -31,6 +34,8 @@ class SublayerBlock(tf.keras.layers.Layer):
         dff: int,
         dropout_rate: float = 0.1,
         norm_first: bool = False,
+        attention_dropout: float = 0.0,
+        activation_dropout: float = 0.0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -39,6 +44,28 @@ class SublayerBlock(tf.keras.layers.Layer):
         self.dff = dff
         self.dropout_rate = dropout_rate
         self.norm_first = norm_first
+        self.attention_dropout = attention_dropout
+        self.activation_dropout = activation_dropout
+
+    def make_attention(self, name: str) -> MultiHeadAttention:
+        """A multi-head attention sublayer of this layer's sizes."""
+        return MultiHeadAttention(
+            d_model=self.d_model,
+            num_heads=self.num_heads,
+            attention_dropout=self.attention_dropout,
+            name=name,
+            dtype=self.dtype_policy,
+        )
+
+    def make_feed_forward(self) -> FeedForward:
+        """The position-wise feed-forward sublayer, `ffn`."""
+        return FeedForward(
+            d_model=self.d_model,
+            dff=self.dff,
+            activation_dropout=self.activation_dropout,
+            name="ffn",
+            dtype=self.dtype_policy,
+        )
 
     def make_norms_and_dropouts(self) -> None:
         """`norm1 … normN` and `dropout1 … dropoutN`, created after the sublayers (weight order)."""
@@ -69,6 +96,8 @@ class SublayerBlock(tf.keras.layers.Layer):
             dff=self.dff,
             dropout_rate=self.dropout_rate,
             norm_first=self.norm_first,
+            attention_dropout=self.attention_dropout,
+            activation_dropout=self.activation_dropout,
         )
         return config
 
@@ -80,10 +109,13 @@ class Stack(tf.keras.layers.Layer):
     implementation of the embedding, the layer list, the explicit build and the config.
 
     Args:
-      num_layers, d_model, num_heads, dff, dropout_rate, norm_first: as in the layers.
+      num_layers, d_model, num_heads, dff, dropout_rate, norm_first, attention_dropout,
+        activation_dropout: as in the layers.
       vocab_size: the vocabulary of the ids this stack embeds.
       max_length: positions of the sinusoid table.
       positional_layout: "interleaved" (paper) or "concat" (tutorial).
+      word_dropout: probability of zeroing a token's whole word embedding in training
+        (Sennrich & Zhang 2019, after Gal & Ghahramani 2016); see `embed`.
     """
 
     layer_class: type[SublayerBlock]
@@ -103,6 +135,9 @@ class Stack(tf.keras.layers.Layer):
         max_length: int = 512,
         norm_first: bool = False,
         positional_layout: str = "interleaved",
+        attention_dropout: float = 0.0,
+        activation_dropout: float = 0.0,
+        word_dropout: float = 0.0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -115,6 +150,9 @@ class Stack(tf.keras.layers.Layer):
         self.max_length = max_length
         self.norm_first = norm_first
         self.positional_layout = positional_layout
+        self.attention_dropout = attention_dropout
+        self.activation_dropout = activation_dropout
+        self.word_dropout = word_dropout
         policy = self.dtype_policy
         self.embedding = PositionalEmbedding(
             vocab_size=vocab_size,
@@ -125,6 +163,11 @@ class Stack(tf.keras.layers.Layer):
             dtype=policy,
         )
         self.dropout = tf.keras.layers.Dropout(dropout_rate, dtype=policy)
+        # One draw per token, shared by its d_model features: whole embeddings are dropped.
+        # (A rate of 0 makes a Dropout with no seed variable: checkpoints keep their contents.)
+        self.word_dropout_layer = tf.keras.layers.Dropout(
+            word_dropout, noise_shape=(None, None, 1), dtype=policy
+        )
         stack = [
             self.layer_class(
                 d_model=d_model,
@@ -132,6 +175,8 @@ class Stack(tf.keras.layers.Layer):
                 dff=dff,
                 dropout_rate=dropout_rate,
                 norm_first=norm_first,
+                attention_dropout=attention_dropout,
+                activation_dropout=activation_dropout,
                 name=f"layer_{i}",
                 dtype=policy,
             )
@@ -146,8 +191,15 @@ class Stack(tf.keras.layers.Layer):
         return getattr(self, self.layers_attribute)
 
     def embed(self, ids, *, offset=0, training=None):
-        """Scaled embeddings plus positions (from `offset`), then dropout."""
-        return self.dropout(self.embedding(ids, offset=offset), training=training)
+        """Scaled embeddings, word dropout, plus positions (from `offset`), then dropout."""
+        # Word dropout zeroes a token's whole word embedding before the positions are added:
+        # the slot stays where it was (its position survives), so the model learns to infer
+        # the missing word from its context rather than losing track of the sentence order.
+        # Only the surviving word embeddings are scaled by 1 / (1 - p), not the positions.
+        words = self.embedding.scaled_embedding(ids)  # (batch, len, d_model)
+        words = self.word_dropout_layer(words, training=training)
+        x = words + self.embedding.positions(ids, offset=offset)
+        return self.dropout(x, training=training)
 
     def finish(self, x):
         """The final LayerNorm of a pre-norm stack (identity in post-norm)."""
@@ -175,5 +227,8 @@ class Stack(tf.keras.layers.Layer):
             max_length=self.max_length,
             norm_first=self.norm_first,
             positional_layout=self.positional_layout,
+            attention_dropout=self.attention_dropout,
+            activation_dropout=self.activation_dropout,
+            word_dropout=self.word_dropout,
         )
         return config

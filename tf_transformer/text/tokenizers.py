@@ -19,6 +19,7 @@ writes them ("new.", "don't", "(yes)"; see `tf_transformer.text.detokenize`).
 
 from __future__ import annotations
 
+import functools
 import tempfile
 from pathlib import Path
 
@@ -271,12 +272,15 @@ def build_tokenizers(
     batch_size: int = 1000,
     learn_params: dict | None = None,
     lower_case: bool = False,
+    shared_vocab: bool = False,
 ) -> Tokenizers:
     """Learns source and target WordPiece vocabularies from ``(source, target)`` pairs.
 
     Args:
         pairs: a dataset of scalar string ``(source, target)`` pairs (e.g. from `load_dataset`).
-        vocab_size: the target size of each vocabulary.
+        vocab_size: the target size of each vocabulary (with `shared_vocab`, of the one
+            vocabulary both languages share: each gets a part of it, so raise it to keep as
+            many tokens per language).
         source_lang, target_lang: the language codes (recorded; they name the vocabulary files).
         vocab_dir: where ``source.<lang>.vocab`` and ``target.<lang>.vocab`` are written
             (default: a new temporary directory).
@@ -285,23 +289,31 @@ def build_tokenizers(
         learn_params: extra arguments of the WordPiece learner (see `learn_vocab`).
         lower_case: lower-case everything (vocabularies and input); the default keeps case,
             so translations come out cased.
+        shared_vocab: learn one vocabulary from the source and target text together and give
+            it to both tokenizers (same ids for the same token on both sides, as tied
+            embeddings need); it is still written as both vocabulary files.
 
     Returns:
         The tokenizers, ready to use or to `Tokenizers.save`.
     """
     vocab_dir = Path(vocab_dir or tempfile.mkdtemp(prefix="tf_transformer_vocab_"))
-    paths = {}
-    for index, (role, lang) in enumerate((("source", source_lang), ("target", target_lang))):
-        texts = pairs.map(lambda *pair, i=index: pair[i])
-        vocab = learn_vocab(
-            texts,
-            vocab_size,
-            reserved_tokens=reserved_tokens,
-            batch_size=batch_size,
-            learn_params=learn_params,
-            lower_case=lower_case,
-        )
-        paths[role] = write_vocab(vocab, vocab_dir / f"{role}.{lang}.vocab")
+    learn = functools.partial(
+        learn_vocab,
+        vocab_size=vocab_size,
+        reserved_tokens=reserved_tokens,
+        batch_size=batch_size,
+        learn_params=learn_params,
+        lower_case=lower_case,
+    )
+    texts = [pairs.map(lambda *pair, i=index: pair[i]) for index in (0, 1)]
+    if shared_vocab:  # word counts of both languages, one vocabulary for both roles
+        vocabs = [learn(texts[0].concatenate(texts[1]))] * 2
+    else:
+        vocabs = [learn(side) for side in texts]
+    paths = {
+        role: write_vocab(vocab, vocab_dir / f"{role}.{lang}.vocab")
+        for role, lang, vocab in zip(("source", "target"), (source_lang, target_lang), vocabs)
+    }
     return Tokenizers(
         paths["source"],
         paths["target"],

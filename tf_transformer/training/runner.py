@@ -80,10 +80,26 @@ def prepare_tokenizers(
         vocab_size=train_config.vocab_size,
         source_lang=data.source_lang,
         target_lang=data.target_lang,
+        shared_vocab=train_config.shared_vocab,
     )
     if save:
         tokenizers.save(str(run.tokenizers_path))
     return tokenizers
+
+
+def check_shared_embeddings(model_config: ModelConfig, tokenizers=None) -> None:
+    """Refuses `share_embeddings` (one matrix for both languages) unless source and target
+    share one vocabulary: the tokenizers', when given, must be the same list of tokens."""
+    if not model_config.share_embeddings:
+        return
+    if tokenizers is None or tokenizers.source.vocab.numpy().tolist() != (
+        tokenizers.target.vocab.numpy().tolist()
+    ):
+        raise ValueError(
+            "share_embeddings ties the source and target embeddings, so both need one "
+            "vocabulary: train with shared_vocab (--shared-vocab)"
+            + ("." if tokenizers is None else "; this run's tokenizers have two.")
+        )
 
 
 def run(
@@ -146,6 +162,8 @@ def run(
     if stored and train_config is None:
         train_config = run.train_config()
     train_config = (train_config or TrainConfig()).replace(**(train_changes or {}))
+    if not stored.get("model") and model_config is not None and not train_config.shared_vocab:
+        check_shared_embeddings(model_config)  # before the data loads
     # A multi-worker strategy configures its collectives when it is made, before TensorFlow
     # runs anything (so before the data loads); only its chief writes the run directory.
     had_tokenizers = run.tokenizers_path.is_dir() and not overwrite
@@ -167,6 +185,7 @@ def run(
             input_vocab_size=int(tokenizers.source.get_vocab_size()),
             target_vocab_size=int(tokenizers.target.get_vocab_size()),
         )
+        check_shared_embeddings(model_config, tokenizers)
     common = {
         "data": data.recorded().to_dict(),
         "strategy": strategy,
