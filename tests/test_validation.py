@@ -186,14 +186,34 @@ def test_equal_bleu_is_broken_by_chrf(tmp_path):
 
 
 def test_patience_stops_the_run_and_still_averages(tmp_path):
-    values = [(5.0, 50.0), (4.0, 60.0), (4.5, 40.0), (9.0, 90.0)]
+    # The last value scores the averaged checkpoint, which loses to step 2.
+    values = [(5.0, 50.0), (4.0, 60.0), (4.5, 40.0), (1.0, 10.0), (99.0, 99.0)]
     validator = ScriptedValidator(tmp_path, values, patience=2)
     result = _train(tmp_path, validator, max_steps=100, eval_every=2, average_last=2)
     assert result.stopped_by == "patience"
     assert result.step == 6 and result.evaluations[-1]["stop"]
     assert result.checkpoint.endswith("ckpt-6")
-    assert RunDir(tmp_path).best_record()["step"] == 2
+    record = RunDir(tmp_path).best_record()
+    assert record["step"] == 2 and "source" not in record
+    assert record["evaluations_since"] == 2  # the average's evaluation does not count
     assert result.averaged_checkpoint is not None
+    assert next(validator.values) == (99.0, 99.0)  # scored once, not again
+
+
+def test_the_averaged_checkpoint_becomes_the_best_when_it_scores_higher(tmp_path):
+    values = [(5.0, 50.0), (6.0, 60.0), (7.0, 70.0)]
+    validator = ScriptedValidator(tmp_path, values)
+    result = _train(tmp_path, validator, max_steps=4, eval_every=2, average_last=2)
+    run = RunDir(tmp_path)
+    record = run.best_record()
+    assert record["source"] == "averaged last 2" and record["step"] == 4
+    assert record["bleu"] == 7.0 and record["evaluations_since"] == 0
+    assert result.best_checkpoint == run.latest_checkpoint("best")
+    _assert_same_weights(run.load_model("best"), run.load_model(result.averaged_checkpoint))
+    assert result.eval_seconds > 0
+    scalars = read_scalars(run.logs_path / "validation")
+    assert scalars["bleu_averaged"] == [(4, 7.0)]
+    assert [step for step, _ in scalars["bleu"]] == [2, 4]  # the loop's own evaluations
 
 
 def test_resume_keeps_the_best_record_and_the_patience_count(tmp_path):

@@ -28,6 +28,7 @@ from tf_transformer.training.mixed_precision import build_model
 from tf_transformer.training.schedule import make_optimizer
 from tf_transformer.training.summaries import write_scalar
 from tf_transformer.training.train_step import TrainStep
+from tf_transformer.weights import model_checkpoint
 
 if TYPE_CHECKING:
     from tf_transformer.training.validation import Evaluation
@@ -238,6 +239,23 @@ def train(
             lambda: build_model(model_config),
             run.averaged_path,
         )
+        offer = getattr(loop.validate, "offer", None)
+        if offer is not None:  # the average competes for checkpoints/best (it often wins)
+            averaged = build_model(model_config)
+            model_checkpoint(averaged).restore(result.averaged_checkpoint).expect_partial()
+            source = f"averaged last {len(last)}"
+            with loop.val_writer.as_default():
+                evaluation = offer(averaged, loop.step, source)
+            loop.val_writer.flush()
+            result.eval_seconds += evaluation.seconds
+            result.best_checkpoint = run.latest_checkpoint("best")
+            if progress:
+                kept = (run.best_record() or {}).get("source") == source
+                kept = "kept as the best" if kept else "not kept"
+                tqdm.write(
+                    f"averaged last {len(last)}: BLEU {evaluation.bleu:.1f} chrF "
+                    f"{evaluation.chrf:.1f} ({kept}; best {evaluation.best_bleu:.1f})"
+                )
     return result
 
 

@@ -97,12 +97,19 @@ class BestCheckpoint:
             return True
         return (scores.bleu, scores.chrf) > (self.record["bleu"], self.record["chrf"])
 
-    def update(self, model: tf.keras.Model, step: int, scores: Scores) -> dict:
+    def update(
+        self, model: tf.keras.Model, step: int, scores: Scores, *, source: str | None = None
+    ) -> dict:
         """Records the evaluation of `model` at `step`; saves its weights if it is the best.
+
+        Args:
+          source: what the weights are when not the training weights at `step` (e.g. "averaged
+            last 5"); recorded as `"source"`. Such an evaluation does not count towards the
+            patience.
 
         Returns:
           The record: `{"step", "bleu", "bleu_lc", "chrf", "num_sentences", "checkpoint",
-          "evaluations_since"}` of the best evaluation so far.
+          "evaluations_since"}` (and `"source"`) of the best evaluation so far.
         """
         if self.is_better(scores):
             manager = tf.train.CheckpointManager(
@@ -118,7 +125,9 @@ class BestCheckpoint:
                 "checkpoint": os.path.basename(path),
                 "evaluations_since": 0,
             }
-        else:
+            if source is not None:
+                self.record["source"] = source
+        elif source is None:
             self.record["evaluations_since"] += 1
         self._write_record()
         return self.record
@@ -216,6 +225,29 @@ class Validator:
         """Translates the subset with `model` and scores it; returns the scores and hypotheses."""
         translate = self.translator(model).translate_batch
         return evaluate(translate, self.pairs, batch_size=self.batch_size, progress=False)
+
+    def offer(self, model: tf.keras.Model, step: int, source: str) -> Evaluation | None:
+        """Scores other weights than the loop's (the averaged checkpoint at the end of a run)
+        and keeps them as the best if they score higher; writes `bleu_<source>` and
+        `chrf_<source>` scalars at `step` (spaces become underscores). None without `best`."""
+        if self.best is None:
+            return None
+        started = time.perf_counter()
+        scores, _ = self.score(model)
+        record = self.best.update(model, step, scores, source=source)
+        tag = source.split()[0]
+        write_scalar(f"bleu_{tag}", scores.bleu, step)
+        write_scalar(f"chrf_{tag}", scores.chrf, step)
+        return Evaluation(
+            step=int(step),
+            bleu=scores.bleu,
+            bleu_lc=scores.bleu_lc,
+            chrf=scores.chrf,
+            seconds=time.perf_counter() - started,
+            best_step=record["step"],
+            best_bleu=record["bleu"],
+            since_best=record["evaluations_since"],
+        )
 
     def __call__(self, model: tf.keras.Model, step: int) -> Evaluation:
         started = time.perf_counter()
