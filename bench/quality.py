@@ -68,6 +68,7 @@ TRAIN_KNOBS = {
     "label_smoothing": float,
     "vocab_size": int,
     "shared_vocab": bool,
+    "lower_case_source": bool,
     "token_budget": int,
     "max_tokens": int,
     "max_steps": int,

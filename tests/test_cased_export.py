@@ -138,3 +138,39 @@ def test_in_process_signature_equals_translator_on_scores(export):
     out = module(SENTENCES)
     expected = module.translator.translate(SENTENCES)
     np.testing.assert_allclose(out["scores"].numpy(), expected["scores"].numpy(), rtol=1e-5)
+
+
+def test_lower_case_source_export_reads_any_case_and_writes_cased_text(export, tmp_path):
+    """The same model and vocabularies with a lower-casing source tokenizer (lower_case_source):
+    the SavedModel, without project code, translates "O GATO" as "o gato", like the Translator."""
+    from tf_transformer.text.tokenizers import Tokenizers
+
+    _, module = export
+    source, target = module.tokenizers.source, module.tokenizers.target
+    paths = [t.get_vocab_path().numpy().decode() for t in (source, target)]
+    tokenizers = Tokenizers(*paths, lower_case_source=True)
+    lower_module = ExportModule(tokenizers, module.model, beam_size=3, max_length=MAX_LENGTH)
+    path = lower_module.export(tmp_path / "saved_models" / "lower_source")
+    sentences = [SENTENCES[0], SENTENCES[0].upper(), SENTENCES[0].lower(), SENTENCES[1]]
+    written_ids = tokenizers.target.tokenize(tf.constant([WRITTEN])).to_list()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    args = [str(path), json.dumps(sentences), json.dumps(written_ids)]
+    result = subprocess.run(
+        [sys.executable, "-c", LOAD_SCRIPT, *args],
+        capture_output=True,
+        check=False,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=path.parent,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["package_modules"] == []
+    assert out["source_ids"][0] == out["source_ids"][1] == out["source_ids"][2]
+    assert out["source_ids"] == tokenizers.source.tokenize(tf.constant(sentences)).to_list()
+    expected = lower_module.translator.translate(sentences)
+    assert out["translations"] == [t.decode("utf-8") for t in expected["text"].numpy()]
+    assert out["translations"][0] == out["translations"][1] == out["translations"][2]
+    assert out["detokenized"] == [WRITTEN]  # the target side keeps case

@@ -154,3 +154,11 @@ def test_evaluate_defaults_to_the_runs_own_dataset(steps_run, capsys):
     out = capsys.readouterr().out
     assert f"dataset: {corpus} (the run's dataset, from {run_dir / 'config.json'})" in out
     assert (run_dir / "hypotheses.four.tsv.test.txt").is_file()
+
+
+def test_lower_case_source_flag_reaches_train_config():
+    given = ["train", "--preset", "tiny", "--lower-case-source"]
+    _, train_config = configs_from_args(build_parser().parse_args(given))
+    assert train_config.lower_case_source is True and not train_config.shared_vocab
+    _, train_config = configs_from_args(build_parser().parse_args(["train"]))
+    assert train_config.lower_case_source is False

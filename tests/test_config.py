@@ -63,3 +63,18 @@ def test_unknown_preset_and_field_name_the_valid_ones():
         get_preset("huge")
     with pytest.raises(ValueError, match="d_modle"):
         ModelConfig.from_dict({"d_modle": 3})
+
+
+def test_lower_case_source_defaults_off_and_round_trips_through_config_json(tmp_path):
+    from tf_transformer.config import TrainConfig
+    from tf_transformer.run_dir import RunDir
+
+    assert TrainConfig().lower_case_source is False
+    config = TrainConfig(lower_case_source=True, shared_vocab=True)
+    run = RunDir(tmp_path / "run")
+    run.write_config({"train": config.to_dict()})
+    assert run.train_config() == config
+    # A config.json written before the field existed loads with it off.
+    old = {k: v for k, v in config.to_dict().items() if k != "lower_case_source"}
+    run.write_config({"train": old})
+    assert run.train_config() == config.replace(lower_case_source=False)

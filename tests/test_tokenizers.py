@@ -279,3 +279,40 @@ def test_saved_model_reloads_in_fresh_process(tokenizers, tmp_path):
     assert reloaded["lower_case"] is False
     assert reloaded["size"] == int(tokenizers.target.get_vocab_size())
     assert expected_ids[1].count(UNK_ID) == 1  # the emoji
+
+
+@pytest.mark.parametrize("shared_vocab", [False, True], ids=["two_vocabs", "shared_vocab"])
+def test_lower_case_source_ignores_source_case_and_keeps_target_case(
+    written_train, shared_vocab, tmp_path
+):
+    toks = build_tokenizers(
+        _dataset(written_train),
+        vocab_size=1000,
+        vocab_dir=tmp_path / "vocab",
+        learn_params=FAST_LEARN,
+        lower_case_source=True,
+        shared_vocab=shared_vocab,
+    )
+    source_vocab, target_vocab = _texts(toks.source.vocab), _texts(toks.target.vocab)
+    assert "The" in target_vocab and "the" in target_vocab
+    # Learnt lower-cased: a cased vocabulary has "Ela" (sentence starts), not "ela".
+    assert "ela" in source_vocab and "Ela" not in source_vocab
+    if shared_vocab:  # lower-cased source and cased target text, one vocabulary
+        assert source_vocab == target_vocab
+    else:
+        assert all(t == t.lower() for t in source_vocab[len(RESERVED_TOKENS) :])
+    toks.save(tmp_path / "saved")
+    loaded = load_tokenizers(tmp_path / "saved")
+    for tok in (toks, loaded):
+        assert bool(tok.source.lower_case.numpy()) and not bool(tok.target.lower_case.numpy())
+        source = tok.source.tokenize(tf.constant(["O Carro", "o carro", "O CARRO"])).to_list()
+        assert source[0] == source[1] == source[2] and UNK_ID not in source[0]
+        assert _texts(tok.source.detokenize(tf.ragged.constant(source[:1], tf.int64))) == [
+            "o carro"
+        ]
+        target = tok.target.tokenize(tf.constant(["The car", "the car"])).to_list()
+        assert target[0][1] != target[1][1] and target[0][2:] == target[1][2:]
+        assert _texts(tok.target.detokenize(tf.ragged.constant(target, tf.int64))) == [
+            "The car",
+            "the car",
+        ]

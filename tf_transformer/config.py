@@ -150,6 +150,7 @@ class TrainConfig(_DictConfig):
     max_tokens: int = 128  # tokens kept per training sentence (the tutorial's MAX_TOKENS)
     vocab_size: int = 8000  # target size of each WordPiece vocabulary
     shared_vocab: bool = False  # one vocabulary (of vocab_size) for source and target
+    lower_case_source: bool = False  # source tokenizer lower-cases (case-insensitive input)
     token_budget: int = 4096  # tokens per batch (source or target side, padding included)
     accumulate_steps: int = 1  # batches per replica summed into one optimizer update
     shuffle_buffer: int = 20000  # sentence pairs shuffled per epoch

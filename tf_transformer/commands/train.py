@@ -32,6 +32,7 @@ TRAIN_FLAGS = (
     "label_smoothing",
     "vocab_size",
     "shared_vocab",
+    "lower_case_source",
     "token_budget",
     "accumulate_steps",
     "epochs",
@@ -139,6 +140,13 @@ def register(subparsers) -> None:
         default=None,
         help="One WordPiece vocabulary of --vocab-size tokens, learnt from source and target "
         "text together, for both languages.",
+    )
+    model.add_argument(
+        "--lower-case-source",
+        action="store_true",
+        default=None,
+        help="The source tokenizer lower-cases its input (vocabulary learnt from lower-cased "
+        "source text); the target keeps case: case-insensitive input, cased translations.",
     )
     model.add_argument(
         "--share-embeddings",

@@ -5,8 +5,9 @@ long-standing ops that TF Serving's bundled TF Text has (StringLower, StaticRege
 NormalizeUTF8, RegexSplitWithOffsets, WordpieceTokenizeWithOffsets, lookup tables).
 
 Case: new tokenizers keep it (``lower_case=False``), so translations come out cased. The flag is
-saved with the tokenizers (a ``lower_case`` variable); tokenizers saved before it existed
-lower-case, and `load_tokenizers` gives them ``lower_case`` = True.
+saved with each tokenizer (a ``lower_case`` variable); tokenizers saved before it existed
+lower-case, and `load_tokenizers` gives them ``lower_case`` = True. With ``lower_case_source``
+only the source side lower-cases: the translator ignores the case of its input, writes cased text.
 
 Normalisation differs from the TF tutorial's ``BertTokenizer(lower_case=True)`` on purpose: that
 also strips accents (``comédia`` → ``comedia``) through ICU case folding and NFD. Here text is
@@ -171,6 +172,7 @@ class Tokenizers(tf.Module):
         reserved_tokens: the reserved tokens at the head of both vocabularies.
         source_lang, target_lang: language codes, recorded in the SavedModel.
         lower_case: both tokenizers lower-case their input (as their vocabularies were learnt).
+        lower_case_source: the source tokenizer lower-cases its input, whatever `lower_case`.
     """
 
     def __init__(
@@ -182,10 +184,13 @@ class Tokenizers(tf.Module):
         source_lang: str = "pt",
         target_lang: str = "en",
         lower_case: bool = False,
+        lower_case_source: bool = False,
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.source = LanguageTokenizer(source_vocab_path, reserved_tokens, lower_case=lower_case)
+        self.source = LanguageTokenizer(
+            source_vocab_path, reserved_tokens, lower_case=lower_case or lower_case_source
+        )
         self.target = LanguageTokenizer(target_vocab_path, reserved_tokens, lower_case=lower_case)
         self.languages = tf.Variable([source_lang, target_lang], trainable=False, name="languages")
 
@@ -272,6 +277,7 @@ def build_tokenizers(
     batch_size: int = 1000,
     learn_params: dict | None = None,
     lower_case: bool = False,
+    lower_case_source: bool = False,
     shared_vocab: bool = False,
 ) -> Tokenizers:
     """Learns source and target WordPiece vocabularies from ``(source, target)`` pairs.
@@ -289,9 +295,13 @@ def build_tokenizers(
         learn_params: extra arguments of the WordPiece learner (see `learn_vocab`).
         lower_case: lower-case everything (vocabularies and input); the default keeps case,
             so translations come out cased.
+        lower_case_source: lower-case the source side only (its vocabulary and input); the
+            target keeps case, so the model reads any case and writes cased text.
         shared_vocab: learn one vocabulary from the source and target text together and give
             it to both tokenizers (same ids for the same token on both sides, as tied
-            embeddings need); it is still written as both vocabulary files.
+            embeddings need); it is still written as both vocabulary files. Each side's text
+            is counted as its tokenizer reads it (with `lower_case_source`: the source
+            lower-cased, the target cased).
 
     Returns:
         The tokenizers, ready to use or to `Tokenizers.save`.
@@ -303,9 +313,9 @@ def build_tokenizers(
         reserved_tokens=reserved_tokens,
         batch_size=batch_size,
         learn_params=learn_params,
-        lower_case=lower_case,
     )
-    texts = [pairs.map(lambda *pair, i=index: pair[i]) for index in (0, 1)]
+    lower = (lower_case or lower_case_source, lower_case)  # (source, target)
+    texts = [pairs.map(lambda *pair, i=i: normalize(pair[i], lower[i])) for i in (0, 1)]
     if shared_vocab:  # word counts of both languages, one vocabulary for both roles
         vocabs = [learn(texts[0].concatenate(texts[1]))] * 2
     else:
@@ -321,4 +331,5 @@ def build_tokenizers(
         source_lang=source_lang,
         target_lang=target_lang,
         lower_case=lower_case,
+        lower_case_source=lower_case_source,
     )

@@ -80,6 +80,7 @@ def prepare_tokenizers(
         vocab_size=train_config.vocab_size,
         source_lang=data.source_lang,
         target_lang=data.target_lang,
+        lower_case_source=train_config.lower_case_source,
         shared_vocab=train_config.shared_vocab,
     )
     if save:
