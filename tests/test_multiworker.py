@@ -3,7 +3,8 @@
 Each test starts two worker processes (`MultiWorkerMirroredStrategy` over gRPC, one CPU replica
 each) on the tiny preset and a 300-pair corpus (a 16-pair dev split keeps the evaluations at
 epoch ends short). The reference is one process with the same global batch:
-`accumulate_steps=2`, i.e. the same two batches per update.
+`accumulate_steps=2`, i.e. the same two batches per update. The kill test checkpoints every 2
+steps, so the worker is killed early and the resumed run is short (tracing, not steps, costs).
 """
 
 from __future__ import annotations
@@ -180,7 +181,7 @@ def test_two_workers_match_one_process_with_the_same_global_batch(tmp_path, corp
 def test_killed_worker_stops_the_job_and_resume_continues(tmp_path, corpus):
     run_dir = tmp_path / "run"
     cli = ["-m", "tf_transformer.cli", "train", "--dataset", str(corpus), *CLI_FLAGS]
-    cli += ["--run-dir", str(run_dir), "--strategy", "multiworker", "--checkpoint-every", "10"]
+    cli += ["--run-dir", str(run_dir), "--strategy", "multiworker", "--checkpoint-every", "2"]
     chief, other = _start_workers([*cli, "--max-steps", "1000"], tmp_path)
     state = run_dir / "checkpoints" / "checkpoint"
     deadline = time.monotonic() + 300
@@ -196,7 +197,10 @@ def test_killed_worker_stops_the_job_and_resume_continues(tmp_path, corpus):
     code, _, err = _finish(chief, timeout=120)
     assert code == 2, err[-3000:]
     assert "a worker of the multi-worker job stopped" in err and "--resume" in err, err[-3000:]
-    assert "stopped sending heartbeats" in err or "Connection refused" in err, err[-3000:]
+    # The cause: the coordination service's heartbeats, or the transport (the peer's socket
+    # refused, or reset when the kill lands inside a collective's transfer).
+    causes = ("stopped sending heartbeats", "Connection refused", "Connection reset by peer")
+    assert any(cause in err for cause in causes), err[-3000:]
     assert time.monotonic() - started < 120
 
     # Relaunched with --resume, both workers continue from the last checkpoint.
@@ -205,11 +209,11 @@ def test_killed_worker_stops_the_job_and_resume_continues(tmp_path, corpus):
     latest = tf.train.latest_checkpoint(str(run_dir / "checkpoints"))
     killed_at = int(latest.rsplit("-", 1)[1])
     written = Path(f"{latest}.index").stat().st_mtime_ns
-    resume = [*cli, "--resume", "--max-steps", str(killed_at + 10)]
+    resume = [*cli, "--resume", "--max-steps", str(killed_at + 4)]
     results = [_finish(process) for process in _start_workers(resume, tmp_path)]
     for code, out, err in results:
         assert code == 0, err[-3000:]
-        assert f"trained to step {killed_at + 10} " in out, out
+        assert f"trained to step {killed_at + 4} " in out, out
     assert Path(f"{latest}.index").stat().st_mtime_ns == written  # not trained again
     last = tf.train.latest_checkpoint(str(run_dir / "checkpoints"))
-    assert last.endswith(f"ckpt-{killed_at + 10}")
+    assert last.endswith(f"ckpt-{killed_at + 4}")
