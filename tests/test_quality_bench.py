@@ -3,6 +3,7 @@ the run directory alone is reproducible, and an existing run is never overwritte
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -89,9 +90,12 @@ def test_evaluation_is_reproducible_from_the_run_dir(tiny_run):
     line = _last_line(resumed)
     assert re.match(r"quality: tatoeba_dev_bleu=\S+ tatoeba_dev_bleu_lc=\S+ chrf=\S+ ", line)
     assert "ted_dev_bleu_lc=" in line and line.endswith("steps=20")
-    # No best checkpoint (no evaluation in 20 steps): the averaged one, as RunDir.checkpoint.
-    assert "the averaged checkpoint (best > averaged > latest)" in resumed.stdout
-    hypotheses = run_dir / "hypotheses" / "averaged"  # small-data averages the last 5
+    # No evaluation in 20 steps, but the end of the first call scored its averaged checkpoint and,
+    # with nothing to beat, kept it as the best: RunDir.checkpoint's first choice.
+    assert "the best checkpoint (best > averaged > latest)" in resumed.stdout
+    best = json.loads((run_dir / "checkpoints" / "best" / "best.json").read_text())
+    assert best["source"].startswith("averaged last ") and best["step"] == 10
+    hypotheses = run_dir / "hypotheses" / "best"
     written = {path.name: path.read_text() for path in hypotheses.iterdir()}
     assert sorted(written) == [
         "tatoeba_dev.1.0.txt", "tatoeba_dev.2.0.6.txt", "ted_dev.1.0.txt", "ted_dev.2.0.6.txt",
@@ -134,8 +138,10 @@ def test_eval_only_checkpoint_and_alphas(tiny_run):
         (["--checkpoint", "best"], "No checkpoint in"),
     ],
 )
-def test_eval_only_bad_flags(tiny_run, flags, message):
+def test_eval_only_bad_flags(tiny_run, tmp_path, flags, message):
     data, run_dir, _ = tiny_run
+    if "best" in flags:  # a copy of the run that never kept a best checkpoint
+        run_dir = shutil.copytree(run_dir, tmp_path / "run", ignore=shutil.ignore_patterns("best"))
     result = _run("--data", str(data), "--eval-only", str(run_dir), "--quiet", *flags)
     assert result.returncode != 0
     assert message in result.stderr
