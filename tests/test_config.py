@@ -20,6 +20,15 @@ def test_presets_have_the_documented_sizes():
     assert {"tiny", "tutorial", "base"} <= set(PRESETS)
 
 
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_a_preset_that_ties_the_embeddings_learns_one_vocabulary(name):
+    # `tf-transformer train --preset NAME` takes both configs from the preset: the model's
+    # share_embeddings is refused at training time unless the tokenizers share a vocabulary.
+    from tf_transformer.config import get_train_preset
+
+    assert get_preset(name).share_embeddings == get_train_preset(name).shared_vocab
+
+
 def test_config_is_frozen_and_round_trips():
     config = get_preset("tiny").replace(input_vocab_size=11)
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -120,6 +120,10 @@ PRESETS: dict[str, ModelConfig] = {
         dropout_rate=0.1,
         max_length=128,
         norm_first=True,
+        # One joint pt+en vocabulary (TrainConfig.shared_vocab) and one matrix for the source
+        # and target embeddings and the output projection: more steps in the same minutes and
+        # +1 BLEU at 27 minutes (bench/README.md, "Translation quality").
+        share_embeddings=True,
     ),
     # The paper's base model.
     "base": ModelConfig(),
@@ -233,15 +237,17 @@ TRAIN_PRESETS: dict[str, TrainConfig] = {
     ),
     "tutorial": TrainConfig(epochs=20, warmup_steps=4000, max_tokens=128, token_budget=4096),
     "base": TrainConfig(epochs=20, warmup_steps=4000, max_tokens=256, token_budget=25000),
-    # Chosen by 1,000-step comparisons on tatoeba_pt_en/dev (bench/README.md, "Translation
-    # quality"): a 27-minute CPU run makes ~4-5k steps of ~70 sentences.
+    # Chosen on tatoeba_pt_en/dev (bench/README.md, "Translation quality"): 1,000-step
+    # comparisons, then 27-minute runs; a quiet 27-minute CPU run makes ~9-10k steps of ~70
+    # sentences.
     "small-data": TrainConfig(
         epochs=100,  # the wall-clock budget (--max-minutes) decides
         warmup_steps=300,
         lr_scale=0.5,  # peak 2.6e-3 at d_model 128 (1.0 and 0.25 measured worse)
         label_smoothing=0.1,
         max_tokens=64,
-        vocab_size=4000,
+        vocab_size=4000,  # one joint vocabulary (3,713 wordpieces on Tatoeba + CrioleSet)
+        shared_vocab=True,  # for the model's share_embeddings
         token_budget=1024,  # 2048 measured worse at the same number of tokens
         mixed_precision="bfloat16",  # 1.04-1.08x float32 here (AVX512_BF16), same loss
         checkpoint_every=200,

@@ -98,7 +98,8 @@ def check_shared_embeddings(model_config: ModelConfig, tokenizers=None) -> None:
     ):
         raise ValueError(
             "share_embeddings ties the source and target embeddings, so both need one "
-            "vocabulary: train with shared_vocab (--shared-vocab)"
+            "vocabulary: train with shared_vocab (--shared-vocab), or untie them "
+            "(--no-share-embeddings)"
             + ("." if tokenizers is None else "; this run's tokenizers have two.")
         )
 
