@@ -248,11 +248,15 @@ TRAIN_PRESETS: dict[str, TrainConfig] = {
         max_tokens=64,
         vocab_size=4000,  # one joint vocabulary (3,713 wordpieces on Tatoeba + CrioleSet)
         shared_vocab=True,  # for the model's share_embeddings
+        lower_case_source=True,  # +1.8 BLEU on Tatoeba dev, TED 7.5 -> 8.1 (lower-cased sources)
         token_budget=1024,  # 2048 measured worse at the same number of tokens
         mixed_precision="bfloat16",  # 1.04-1.08x float32 here (AVX512_BF16), same loss
         checkpoint_every=200,
         average_last=5,  # the last 1,000 steps
-        eval_every=500,  # dev BLEU on 300 sentences, greedy; keeps checkpoints/best
+        eval_every=500,  # dev BLEU, greedy; keeps checkpoints/best
+        # Up to 1,000 dev sentences (all 959 of Tatoeba dev, ~3 s an evaluation): on 300 the
+        # pick between the best and the averaged checkpoint was noise (±1 BLEU).
+        eval_sentences=1000,
     ),
 }
 
