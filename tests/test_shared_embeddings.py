@@ -104,7 +104,7 @@ def test_the_saved_model_export_decodes_like_the_translator(shared_run, tmp_path
 
 
 def test_share_embeddings_without_a_shared_vocab_is_refused(tmp_path, capsys):
-    with pytest.raises(ValueError, match=r"shared_vocab \(--shared-vocab\)\.$"):
+    with pytest.raises(ValueError, match=r"shared_vocab \(--shared-vocab\), or untie them \(--no-share-embeddings\)\.$"):
         training.run(
             tmp_path / "run",
             DataConfig(),
@@ -117,6 +117,11 @@ def test_share_embeddings_without_a_shared_vocab_is_refused(tmp_path, capsys):
     assert not (tmp_path / "run").exists()  # refused before anything is written
     code = main(["train", "--preset", "tiny", "--share-embeddings", "--run-dir", str(tmp_path)])
     assert code == 2 and "--shared-vocab" in capsys.readouterr().err
+    # The way out the message names exists: small-data ties them, --no-share-embeddings unties.
+    code = main(
+        ["train", "--preset", "small-data", "--no-shared-vocab", "--run-dir", str(tmp_path)]
+    )
+    assert code == 2 and "--no-share-embeddings" in capsys.readouterr().err
     # Tokenizers of a run (e.g. reused ones) must have one vocabulary, not two.
     pt = write_vocab([*RESERVED_TOKENS, "olá", "."], tmp_path / "pt.vocab")
     en = write_vocab([*RESERVED_TOKENS, "hello", "."], tmp_path / "en.vocab")

@@ -136,24 +136,25 @@ def register(subparsers) -> None:
     model.add_argument("--vocab-size", type=positive_int, default=None, help="WordPiece target.")
     model.add_argument(
         "--shared-vocab",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
         default=None,
         help="One WordPiece vocabulary of --vocab-size tokens, learnt from source and target "
-        "text together, for both languages.",
+        "text together, for both languages (default: the preset's; small-data: on).",
     )
     model.add_argument(
         "--lower-case-source",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
         default=None,
         help="The source tokenizer lower-cases its input (vocabulary learnt from lower-cased "
-        "source text); the target keeps case: case-insensitive input, cased translations.",
+        "source text); the target keeps case: case-insensitive input, cased translations "
+        "(default: the preset's; small-data: on).",
     )
     model.add_argument(
         "--share-embeddings",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
         default=None,
         help="One matrix for source and target embeddings and the output projection "
-        "(needs --shared-vocab).",
+        "(needs --shared-vocab; default: the preset's; small-data: on).",
     )
     model.add_argument("--token-budget", type=positive_int, default=None, help="Tokens per batch.")
     model.add_argument(
