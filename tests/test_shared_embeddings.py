@@ -104,7 +104,8 @@ def test_the_saved_model_export_decodes_like_the_translator(shared_run, tmp_path
 
 
 def test_share_embeddings_without_a_shared_vocab_is_refused(tmp_path, capsys):
-    with pytest.raises(ValueError, match=r"shared_vocab \(--shared-vocab\), or untie them \(--no-share-embeddings\)\.$"):
+    refusal = r"shared_vocab \(--shared-vocab\), or untie them \(--no-share-embeddings\)\.$"
+    with pytest.raises(ValueError, match=refusal):
         training.run(
             tmp_path / "run",
             DataConfig(),
