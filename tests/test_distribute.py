@@ -53,6 +53,27 @@ for name, accumulate in (("default", 2), ("mirrored", 1)):
                              for w in result.model.trainable_variables},
                  "fit": history.history["loss"], "fit_steps": int(model.optimizer.iterations.numpy()),
                  "fit_weights": [w.numpy().tolist() for w in model.trainable_variables]}
+# Batches of every length share one trace of each step (the distributed dataset's spec).
+from tf_transformer.training.mixed_precision import build_model
+from tf_transformer.training.schedule import make_optimizer
+from tf_transformer.training.train_step import TrainStep
+with strategy.scope():
+    model = build_model(MODEL, None)
+    optimizer = make_optimizer(MODEL.d_model, config)
+    optimizer.build(model.trainable_variables)
+steps = TrainStep(model, optimizer, strategy=strategy)
+def cut(i, batch):  # batches of 3, 4 and 5 tokens
+    (src, tgt_in), tgt_out = batch
+    n = 3 + tf.cast(i % 3, tf.int32)
+    return (src[:, :n], tgt_in[:, :n]), tgt_out[:, :n]
+lengths = set()
+for epoch in range(2):  # a new distributed dataset each epoch, as the loop makes
+    varied = copy_task(epoch, num_examples=24, batch_size=2).enumerate().map(cut)
+    for micro_batches in steps.updates(varied):
+        steps.update(micro_batches)
+    steps.evaluate(varied)
+    lengths |= {int(batch[1].shape[1]) for batch in varied}
+out["traces"] = [steps.train_traces, steps.eval_traces, len(lengths)]
 print(json.dumps(out))
 """
 
@@ -73,6 +94,8 @@ def test_mirrored_strategy_on_two_cpus_matches_one_device_accumulating_two_batch
     out = json.loads(process.stdout.strip().splitlines()[-1])
     mirrored, default = out["mirrored"], out["default"]
     assert default["replicas"] == 1 and mirrored["replicas"] == 2
+    train_traces, eval_traces, lengths = out["traces"]
+    assert (train_traces, eval_traces) == (1, 1) and lengths > 1
     # The loop divides by the global token count: the same tokens, losses and weights up to
     # float error, but for the attention key biases: their gradient is zero but for float
     # noise (softmax ignores a constant added to every logit), which Adam turns into steps of

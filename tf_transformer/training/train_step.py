@@ -15,6 +15,7 @@ from tf_transformer.training.losses import masked_correct_sum, masked_loss_sum
 IDS_SPEC = tf.TensorSpec(shape=(None, None), dtype=tf.int64)
 # ((src, tgt_in), tgt_out), as made by `tf_transformer.data.pipeline.make_batches`.
 BATCH_SPEC = ((IDS_SPEC, IDS_SPEC), IDS_SPEC)
+_TRAIN_STEPS = ("train_step", "accumulate_step")
 _SUM = tf.distribute.ReduceOp.SUM
 _SUMS = ("loss_sum", "correct", "tokens")
 
@@ -82,8 +83,10 @@ class TrainStep:
 
     Without distribution the steps have an `input_signature` of `(None, None)` int64 specs, so
     batches of any length share one graph. Under a multi-replica strategy they take the
-    per-replica values of a distributed dataset instead and use `reduce_retracing=True`, which
-    relaxes the shapes to `None` after the second length.
+    per-replica values of a distributed dataset instead: their signature is that dataset's
+    `element_spec` (lengths `None`), taken from the first dataset `updates` or `distribute`
+    makes, so they are traced once too (`reduce_retracing` traced the first length, then
+    again relaxed: 5-15 s more per worker before its first steps under MultiWorkerMirrored).
 
     Args:
       model: a built `Transformer`, created under `strategy.scope()`.
@@ -115,18 +118,29 @@ class TrainStep:
         self.accumulate_steps = int(accumulate_steps)
         self.train_traces = 0
         self.eval_traces = 0
-        # No tensor-dependent Python control flow here: AutoGraph would only slow tracing.
-        if self.distributed:
-            options = {"reduce_retracing": True, "autograph": False}
-        else:
-            options = {"input_signature": [BATCH_SPEC], "autograph": False}
-        self.train_step = tf.function(self._train_step, **options)
-        self.eval_step = tf.function(self._eval_step, **options)
         if self.accumulate_steps > 1:
             self._make_accumulators()
-            self.accumulate_step = tf.function(self._accumulate_step, **options)
             self.apply_step = tf.function(self._apply_step, autograph=False)
         self._any_worker = tf.function(self._any_worker_step, autograph=False)
+        # Distributed batches have the spec of the distributed dataset (per-replica values):
+        # `updates` and `distribute` take it from their first dataset, so that each step is
+        # traced once for all batch shapes (not for the first shape, then again relaxed).
+        if not self.distributed:
+            self._make_steps(("train_step", "eval_step", "accumulate_step"), BATCH_SPEC)
+
+    def _make_steps(self, names: tuple[str, ...], spec) -> None:
+        # No tensor-dependent Python control flow here: AutoGraph would only slow tracing.
+        for name in names:
+            if name == "accumulate_step" and self.accumulate_steps == 1:
+                continue
+            function = getattr(self, f"_{name}")
+            setattr(self, name, tf.function(function, input_signature=[spec], autograph=False))
+
+    def _distributed(self, dataset: tf.data.Dataset, names: tuple[str, ...], group_size=None):
+        distributed = distribute_batches(self.strategy, dataset, group_size)
+        if self.distributed and not hasattr(self, names[0]):
+            self._make_steps(names, distributed.element_spec)
+        return distributed
 
     @property
     def distributed(self) -> bool:
@@ -150,7 +164,7 @@ class TrainStep:
         Each update covers the next `group_size` batches of `dataset`, each replica training
         its own whole batches (see `tf_transformer.training.distribute`).
         """
-        iterator = iter(distribute_batches(self.strategy, dataset, self.group_size))
+        iterator = iter(self._distributed(dataset, _TRAIN_STEPS, self.group_size))
         while True:
             micro_batches = list(itertools.islice(iterator, self.accumulate_steps))
             if len(micro_batches) < self.accumulate_steps:
@@ -159,7 +173,7 @@ class TrainStep:
 
     def distribute(self, dataset: tf.data.Dataset):
         """The dataset as the steps take it, one batch per replica and step."""
-        return distribute_batches(self.strategy, dataset)
+        return self._distributed(dataset, ("eval_step",))
 
     # Steps.
 
