@@ -162,3 +162,15 @@ def test_lower_case_source_flag_reaches_train_config():
     assert train_config.lower_case_source is True and not train_config.shared_vocab
     _, train_config = configs_from_args(build_parser().parse_args(["train"]))
     assert train_config.lower_case_source is False
+
+
+def test_mixed_precision_float32_turns_the_presets_bfloat16_off():
+    _, train_config = configs_from_args(
+        build_parser().parse_args(["train", "--preset", "small-data"])
+    )
+    assert train_config.mixed_precision == "bfloat16"
+    given = ["train", "--preset", "small-data", "--mixed-precision", "float32"]
+    _, train_config = configs_from_args(build_parser().parse_args(given))
+    assert train_config.mixed_precision is None
+    given = ["train", "--preset", "tiny", "--mixed-precision", "float16"]
+    assert configs_from_args(build_parser().parse_args(given))[1].mixed_precision == "float16"
