@@ -244,7 +244,9 @@ TRAIN_PRESETS: dict[str, TrainConfig] = {
         epochs=100,  # the wall-clock budget (--max-minutes) decides
         warmup_steps=300,
         lr_scale=0.5,  # peak 2.6e-3 at d_model 128 (1.0 and 0.25 measured worse)
-        label_smoothing=0.1,
+        # 0.2: level with 0.1 at equal steps; at 27 minutes +1.0 BLEU on Tatoeba dev with the
+        # best checkpoint (-0.3 averaged), TED dev +0.4 / +0.7 (bench/README.md).
+        label_smoothing=0.2,
         max_tokens=64,
         # One joint vocabulary: 3,574 wordpieces on Tatoeba + CrioleSet, the source lower-cased.
         vocab_size=4000,
