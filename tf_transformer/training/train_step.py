@@ -126,13 +126,12 @@ class TrainStep:
         # `updates` and `distribute` take it from their first dataset, so that each step is
         # traced once for all batch shapes (not for the first shape, then again relaxed).
         if not self.distributed:
-            self._make_steps(("train_step", "eval_step", "accumulate_step"), BATCH_SPEC)
+            self._make_steps((*_TRAIN_STEPS, "eval_step"), BATCH_SPEC)
 
     def _make_steps(self, names: tuple[str, ...], spec) -> None:
         # No tensor-dependent Python control flow here: AutoGraph would only slow tracing.
+        # (`accumulate_step` is made but never traced when accumulate_steps is 1.)
         for name in names:
-            if name == "accumulate_step" and self.accumulate_steps == 1:
-                continue
             function = getattr(self, f"_{name}")
             setattr(self, name, tf.function(function, input_signature=[spec], autograph=False))
 
