@@ -81,6 +81,8 @@ print(json.dumps(out))
 @pytest.mark.slow
 def test_mirrored_strategy_on_two_cpus_matches_one_device_accumulating_two_batches():
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    for name in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"):  # two devices, in parallel
+        env.pop(name, None)
     process = subprocess.run(
         [sys.executable, "-c", SCRIPT],
         check=False,
