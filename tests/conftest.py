@@ -41,10 +41,11 @@ def xdist_group(item) -> str:
 def pytest_collection_modifyitems(config, items):
     """Under `--dist loadgroup` (`make test`) a group runs whole on one worker, so module-scoped
     fixtures and the shared export are built once, not once per worker that runs a piece."""
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(xdist_group(item)))
+    groups = {item: xdist_group(item) for item in items}
+    for item, group in groups.items():
+        item.add_marker(pytest.mark.xdist_group(group))
     rank = {name: index for index, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(xdist_group(item), len(rank)))
+    items.sort(key=lambda item: rank.get(groups[item], len(rank)))
 
 
 @pytest.fixture
