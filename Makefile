@@ -23,12 +23,12 @@ $(STAMP): setup.cfg pyproject.toml $(CONSTRAINTS)
 venv: $(STAMP)
 
 # Test processes in parallel (pytest-xdist): most of the suite is single-threaded tracing. A
-# module runs whole on one worker, longest first (tests/conftest.py).
+# module (or group of modules) runs whole on one worker, longest first (tests/conftest.py).
 TEST_WORKERS ?= 2
 
 # pytest exits 5 when it collects no test; that is a failure of the suite, say so.
 test: $(STAMP)
-	@$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder; rc=$$?; \
+	@$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: no tests were collected"; exit 1; fi; exit $$rc
 
 # Trains runs/demo on the sample corpus in written style (sample_written), exports it to

@@ -11,41 +11,74 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
     os.environ.setdefault("TF_NUM_INTEROP_THREADS", "1")
 
+import ast
+import functools
+
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED = REPO_ROOT.parent / "shared"
-# The longest groups (see `xdist_group` below), started first so none is left for the end.
+# The groups (see `test_group` below) by their time in `make test` on the 2-core machine, longest
+# first: a worker takes the next group when it is nearly done, so the long ones start early and
+# short ones fill in at the end. Groups not listed come after, in collection order.
 LONGEST_FIRST = (
-    "test_multiworker.py",
     "export_helpers",
-    "test_distribute.py",
-    "test_quality_bench.py",
-    "test_notebooks.py",
+    "tests/test_multiworker.py",
+    "tests/test_notebooks.py",
+    "tests/test_quality_bench.py",
+    "tests/test_distribute.py",
+    "tests/test_validation.py",
+    "tests/test_decoding.py",
+    "tests/test_accumulation.py",
+    "tests/test_train.py",
+    "tests/test_tokenizers.py",
+    "tests/test_cased_export.py",
+    "tests/test_language_pair.py",
+    "tests/test_shared_embeddings.py",
+    "tests/test_cli_translate.py",
+    "tests/test_cli_train.py",
+    "tests/test_time_budget.py",
+    "tests/test_model.py",
 )
 
 
-def xdist_group(item) -> str:
-    """The modules that share `tests/export_helpers.py`'s cached run and exports form one group;
-    every other module is its own."""
-    module = item.module
-    if any(
-        getattr(value, "__module__", None) == "tests.export_helpers"
-        for value in vars(module).values()
-    ):
-        return "export_helpers"
-    return item.path.name
+@functools.cache
+def test_group(module_path: str) -> str:
+    """A test module's group: the modules that import `tests/export_helpers.py` (its cached run
+    and exports) form one; every other module is its own. `module_path` is relative to the
+    repository, as in a node id."""
+    tree = ast.parse((REPO_ROOT / module_path).read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "tests.export_helpers":
+            return "export_helpers"
+    return module_path
+
+
+test_group.__test__ = False  # a helper, not a test
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Under `--dist loadgroup` (`make test`) a group runs whole on one worker, so module-scoped
-    fixtures and the shared export are built once, not once per worker that runs a piece."""
-    groups = {item: xdist_group(item) for item in items}
-    for item, group in groups.items():
-        item.add_marker(pytest.mark.xdist_group(group))
+    """The longest groups first (the order workers receive them under `make test`)."""
     rank = {name: index for index, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(groups[item], len(rank)))
+    items.sort(key=lambda item: rank.get(test_group(item.nodeid.split("::")[0]), len(rank)))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under `--dist loadfile` (`make test`), a group (see `test_group`) runs whole on one
+    worker, so module-scoped fixtures and the shared export are built once, not once per worker
+    that runs a piece of them. (xdist's own `loadgroup` marks do not group under pytest 9.2:
+    pytest-xdist issue 1386.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class GroupScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return test_group(nodeid.split("::")[0])
+
+    return GroupScheduling(config, log)
 
 
 @pytest.fixture

@@ -1,8 +1,9 @@
 """Multi-worker training with real processes: two workers on 127.0.0.1, each with its TF_CONFIG.
 
-Each test starts two worker processes (`MultiWorkerMirroredStrategy` over gRPC, one CPU replica
-each) on the tiny preset and a 300-pair corpus (a 16-pair dev split keeps the evaluations at
-epoch ends short). The reference is one process with the same global batch:
+Two worker processes (`MultiWorkerMirroredStrategy` over gRPC, one CPU replica each) train the
+tiny preset on a 300-pair corpus (a 16-pair dev split keeps the evaluations at epoch ends short)
+with the custom loop, then with `model.fit`, in the same processes (one process start and one
+strategy for both). The reference is one process with the same global batch:
 `accumulate_steps=2`, i.e. the same two batches per update. The kill test checkpoints every 2
 steps, so the worker is killed early and the resumed run is short (tracing, not steps, costs).
 """
@@ -25,6 +26,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 STEPS = 30
 # 256-token batches of ~10-token sentences: ~28 batches of different sizes an epoch.
 TRAIN_CHANGES = {"max_steps": STEPS, "epochs": None, "token_budget": 256, "checkpoint_every": 10}
+MODES = ("loop", "fit")
 CLI_FLAGS = ["--preset", "tiny", "--token-budget", "256", "--seed", "0", "--quiet"]
 
 
@@ -49,29 +51,31 @@ def free_ports(count: int) -> list[int]:
     return ports
 
 
-def worker(run_dir: str, corpus: str, fit: bool, strategy: str, accumulate_steps: int) -> None:
-    """One training process (a worker, or the one-process reference): JSON lines on stdout."""
+def worker(run_dir: str, corpus: str, strategy: str, accumulate_steps: int) -> None:
+    """One training process (a worker, or the one-process reference): trains `run_dir/loop`
+    with the custom loop, then `run_dir/fit` with `model.fit`; JSON lines on stdout."""
     from tf_transformer import training
     from tf_transformer.config import DataConfig, get_preset, get_train_preset
 
     config = get_train_preset("tiny").replace(
         **TRAIN_CHANGES, strategy=strategy, accumulate_steps=accumulate_steps
     )
+    for mode in MODES:
 
-    def on_step(step, metrics):
-        print(json.dumps({"step": step, **metrics}), flush=True)
+        def on_step(step, metrics, mode=mode):
+            print(json.dumps({"mode": mode, "step": step, **metrics}), flush=True)
 
-    result = training.run(
-        run_dir,
-        DataConfig(dataset=corpus),
-        get_preset("tiny"),
-        config,
-        fit=fit,
-        progress=False,
-        on_step=on_step,
-    )
-    losses = [epoch["loss"] for epoch in result.history] if fit else []
-    print(json.dumps({"final": result.step, "fit_losses": losses}), flush=True)
+        result = training.run(
+            Path(run_dir) / mode,
+            DataConfig(dataset=corpus),
+            get_preset("tiny"),
+            config,
+            fit=mode == "fit",
+            progress=False,
+            on_step=on_step,
+        )
+        losses = [epoch["loss"] for epoch in result.history] if mode == "fit" else []
+        print(json.dumps({"mode": mode, "final": result.step, "fit_losses": losses}), flush=True)
 
 
 def _start(arguments: list[str], index: int, ports: list[int], tmp: Path) -> subprocess.Popen:
@@ -108,13 +112,15 @@ def _finish(process: subprocess.Popen, timeout: float = 300.0) -> tuple[int, str
     return process.returncode, out, err
 
 
-def _records(stdout: str) -> tuple[list[dict], dict]:
+def _records(stdout: str, mode: str) -> tuple[list[dict], dict]:
+    """`mode`'s step records and its final line."""
     lines = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+    lines = [line for line in lines if line["mode"] == mode]
     return [line for line in lines if "step" in line], lines[-1]
 
 
-def _worker_code(run_dir: Path, corpus: Path, fit: bool, strategy: str, accumulate: int) -> list:
-    call = f"worker({str(run_dir)!r}, {str(corpus)!r}, {fit}, {strategy!r}, {accumulate})"
+def _worker_code(run_dir: Path, corpus: Path, strategy: str, accumulate: int) -> list:
+    call = f"worker({str(run_dir)!r}, {str(corpus)!r}, {strategy!r}, {accumulate})"
     return ["-c", f"from tests.test_multiworker import worker; {call}"]
 
 
@@ -137,13 +143,15 @@ def _assert_only_the_chief_wrote(run_dir: Path, tmp: Path) -> None:
         assert not list((tmp / f"tmp-worker{index}").glob("tf_transformer_worker_*"))
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("fit", [False, True], ids=["loop", "fit"])
-def test_two_workers_match_one_process_with_the_same_global_batch(tmp_path, corpus, fit):
-    run_dir = tmp_path / "two_workers"
-    workers = _start_workers(_worker_code(run_dir, corpus, fit, "multiworker", 1), tmp_path)
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, corpus) -> tuple[Path, Path, list[str], str]:
+    """Two workers and the one-process reference, each trained with the loop, then with fit:
+    (the workers' run dir, the reference's, the workers' stdout, the reference's stdout)."""
+    tmp = tmp_path_factory.mktemp("multiworker")
+    run_dir, one = tmp / "two_workers", tmp / "one"
+    workers = _start_workers(_worker_code(run_dir, corpus, "multiworker", 1), tmp)
     reference = subprocess.run(
-        [sys.executable, *_worker_code(tmp_path / "one", corpus, fit, "default", 2)],
+        [sys.executable, *_worker_code(one, corpus, "default", 2)],
         cwd=REPO_ROOT,
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
         capture_output=True,
@@ -154,17 +162,24 @@ def test_two_workers_match_one_process_with_the_same_global_batch(tmp_path, corp
     results = [_finish(process) for process in workers]
     for code, _, err in [*results, (reference.returncode, "", reference.stderr)]:
         assert code == 0, err[-3000:]
-    chief, other = (_records(out) for _, out, _ in results)
-    one, one_final = _records(reference.stdout)
-    assert chief[1]["final"] == other[1]["final"] == one_final["final"] == STEPS
-    _assert_only_the_chief_wrote(run_dir, tmp_path)
-    if fit:
-        # Per replica Keras divides a batch's token mean by the replicas and sums: the mean of
-        # the two batches' means, which is what its gradient accumulation applies too.
-        np.testing.assert_allclose(chief[1]["fit_losses"], one_final["fit_losses"], rtol=1e-5)
-        for a, b in zip(_weights(run_dir), _weights(tmp_path / "one")):
-            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
-        return
+    for mode in MODES:
+        _assert_only_the_chief_wrote(run_dir / mode, tmp)
+    return run_dir, one, [out for _, out, _ in results], reference.stdout
+
+
+def _finished(trained, mode: str) -> tuple[tuple, tuple, tuple]:
+    """`mode`'s (records, final line) of the chief, the other worker and the reference, each
+    trained to STEPS."""
+    _, _, outs, reference = trained
+    chief, other = (_records(out, mode) for out in outs)
+    one = _records(reference, mode)
+    assert chief[1]["final"] == other[1]["final"] == one[1]["final"] == STEPS
+    return chief, other, one
+
+
+@pytest.mark.slow
+def test_two_workers_match_one_process_with_the_same_global_batch_loop(trained):
+    chief, other, (one, _) = _finished(trained, "loop")
     # Both workers report the global sums, the same in both.
     assert chief[0] == other[0] and len(chief[0]) == STEPS
     # Every update trained on the same tokens as the reference's: the two workers' batches
@@ -175,6 +190,17 @@ def test_two_workers_match_one_process_with_the_same_global_batch(tmp_path, corp
     losses, expected = ([r["loss"] for r in records] for records in (chief[0], one))
     np.testing.assert_allclose(losses[:10], expected[:10], rtol=1e-5)
     np.testing.assert_allclose(losses, expected, rtol=2e-3)
+
+
+@pytest.mark.slow
+def test_two_workers_match_one_process_with_the_same_global_batch_fit(trained):
+    run_dir, one, _, _ = trained
+    chief, _, (_, one_final) = _finished(trained, "fit")
+    # Per replica Keras divides a batch's token mean by the replicas and sums: the mean of
+    # the two batches' means, which is what its gradient accumulation applies too.
+    np.testing.assert_allclose(chief[1]["fit_losses"], one_final["fit_losses"], rtol=1e-5)
+    for a, b in zip(_weights(run_dir / "fit"), _weights(one / "fit")):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.slow
