@@ -64,7 +64,7 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: rank.get(test_group(item.nodeid.split("::")[0]), len(rank)))
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # without xdist, not called
 def pytest_xdist_make_scheduler(config, log):
     """Under `--dist loadfile` (`make test`), a group (see `test_group`) runs whole on one
     worker, so module-scoped fixtures and the shared export are built once, not once per worker
