@@ -18,7 +18,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED = REPO_ROOT.parent / "shared"
-# The groups (see `test_group` below) by their time in `make test` on the 2-core machine, longest
+# The groups (see `module_group` below) by their time in `make test` on the 2-core machine, longest
 # first: a worker takes the next group when it is nearly done, so the long ones start early and
 # short ones fill in at the end. Groups not listed come after, in collection order.
 LONGEST_FIRST = (
@@ -43,7 +43,7 @@ LONGEST_FIRST = (
 
 
 @functools.cache
-def test_group(module_path: str) -> str:
+def module_group(module_path: str) -> str:
     """A test module's group: the modules that import `tests/export_helpers.py` (its cached run
     and exports) form one; every other module is its own. `module_path` is relative to the
     repository, as in a node id."""
@@ -54,19 +54,16 @@ def test_group(module_path: str) -> str:
     return module_path
 
 
-test_group.__test__ = False  # a helper, not a test
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """The longest groups first (the order workers receive them under `make test`)."""
     rank = {name: index for index, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(test_group(item.nodeid.split("::")[0]), len(rank)))
+    items.sort(key=lambda item: rank.get(module_group(item.nodeid.split("::")[0]), len(rank)))
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)  # without xdist, not called
 def pytest_xdist_make_scheduler(config, log):
-    """Under `--dist loadfile` (`make test`), a group (see `test_group`) runs whole on one
+    """Under `--dist loadfile` (`make test`), a group (see `module_group`) runs whole on one
     worker, so module-scoped fixtures and the shared export are built once, not once per worker
     that runs a piece of them. (xdist's own `loadgroup` marks do not group under pytest 9.2:
     pytest-xdist issue 1386.)"""
@@ -76,7 +73,7 @@ def pytest_xdist_make_scheduler(config, log):
 
     class GroupScheduling(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return test_group(nodeid.split("::")[0])
+            return module_group(nodeid.split("::")[0])
 
     return GroupScheduling(config, log)
 
