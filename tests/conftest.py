@@ -22,23 +22,24 @@ SHARED = REPO_ROOT.parent / "shared"
 # first: a worker takes the next group when it is nearly done, so the long ones start early and
 # short ones fill in at the end. Groups not listed come after, in collection order.
 LONGEST_FIRST = (
-    "export_helpers",
     "tests/test_multiworker.py",
+    "export_helpers",
     "tests/test_notebooks.py",
     "tests/test_quality_bench.py",
-    "tests/test_distribute.py",
     "tests/test_validation.py",
     "tests/test_decoding.py",
+    "tests/test_distribute.py",
+    "tests/test_tokenizers.py",
     "tests/test_accumulation.py",
     "tests/test_train.py",
-    "tests/test_tokenizers.py",
     "tests/test_cased_export.py",
     "tests/test_language_pair.py",
     "tests/test_shared_embeddings.py",
     "tests/test_cli_translate.py",
     "tests/test_cli_train.py",
-    "tests/test_time_budget.py",
     "tests/test_model.py",
+    "tests/test_scheduling.py",
+    "tests/test_time_budget.py",
 )
 
 

@@ -68,7 +68,7 @@ def test_flags_override_the_preset_by_paper_names():
     assert train_config.warmup_steps == 7 and train_config.label_smoothing == 0.2
     assert train_config.token_budget == 900 and train_config.average_last == 3
     assert train_config.mixed_precision == "bfloat16"
-    assert model_config.num_layers == 2  # from the tiny preset
+    assert model_config.num_layers == 1  # from the tiny preset
 
 
 def test_regularization_flags_reach_the_model_config():

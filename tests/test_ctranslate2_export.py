@@ -71,7 +71,7 @@ def assert_same_greedy(model, source_vocab, target_vocab, model_dir, sources):
     ids=["post-norm", "pre-norm", "tied-concat", "pre-norm-tied", "shared"],
 )
 def test_ctranslate2_greedy_ids_equal_ours(tmp_path, changes):
-    sizes = {"input_vocab_size": 40, "target_vocab_size": 50}
+    sizes = {"num_layers": 2, "input_vocab_size": 40, "target_vocab_size": 50}
     config = get_preset("tiny").replace(**{**sizes, **changes})
     tf.keras.utils.set_random_seed(1)
     model = Transformer.from_config(config)

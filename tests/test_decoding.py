@@ -115,8 +115,10 @@ def test_cached_greedy_equals_recompute_greedy(model):
     np.testing.assert_allclose(cached.log_probs.numpy(), reference.log_probs.numpy(), atol=1e-4)
 
 
+@pytest.mark.parametrize("layers", [1, 2])
 @pytest.mark.parametrize("layout", ["graph", "xla"])
-def test_cached_seam_logits_match_recompute_seam_logits(model, layout):
+def test_cached_seam_logits_match_recompute_seam_logits(model, layout, layers):
+    model = model if layers == 1 else layered_model(2)  # each layer keeps its own cache
     src = tf.cast(SRC, tf.int32)
     cached_fn, cached = model_logits_fn(model, src, 5, layout=layout)
     recompute_fn, reference = recompute_logits_fn(model, src, 5)

@@ -21,7 +21,7 @@ TGT_LEN = [5, 3]
 
 
 def tiny_model(**changes):
-    sizes = {"input_vocab_size": 30, "target_vocab_size": 40}
+    sizes = {"num_layers": 2, "input_vocab_size": 30, "target_vocab_size": 40}
     return Transformer.from_config(get_preset("tiny").replace(**{**sizes, **changes}))
 
 
