@@ -15,10 +15,11 @@ from tf_transformer.inference.beam_search import (
     gather_beams,
     length_penalty,
     tile_beams,
+    top_next_tokens,
 )
 from tf_transformer.inference.decoding import make_decode_fn, model_logits_fn
 from tf_transformer.inference.greedy import greedy_decode
-from tf_transformer.inference.search import SplitCache
+from tf_transformer.inference.search import SplitCache, next_token_log_probs
 
 PAD, UNK, START, END, A, B, C = range(7)
 
@@ -176,12 +177,39 @@ def test_beam_search_reorders_only_the_self_attention_cache():
 
 def test_split_cache_keeps_the_per_sentence_part_out_of_tiling_and_reordering():
     cache = SplitCache(
-        per_beam={"x": tf.constant([[1], [2]])}, per_sentence={"y": tf.constant([7, 8])}
+        per_beam={"x": tf.constant([[1], [2]])},
+        per_sentence={"y": tf.constant([7, 8])},
+        in_place={"z": tf.constant([[3], [4]])},
     )
     tiled = tile_beams(cache, 2)
     np.testing.assert_array_equal(tiled.per_beam["x"].numpy()[:, 0], [1, 1, 2, 2])
     np.testing.assert_array_equal(tiled.per_sentence["y"].numpy(), [7, 8])
-    marked = cache._replace(per_beam={"x": tf.constant([[10], [11], [20], [21]])})
+    np.testing.assert_array_equal(tiled.in_place["z"].numpy()[:, 0], [3, 3, 4, 4])
+    marked = tiled._replace(per_beam={"x": tf.constant([[10], [11], [20], [21]])})
     gathered = gather_beams(marked, tf.constant([[1, 1], [1, 0]]))
     np.testing.assert_array_equal(gathered.per_beam["x"].numpy()[:, 0], [11, 11, 21, 20])
     assert gathered.per_sentence is marked.per_sentence
+    assert gathered.in_place is marked.in_place  # tiled, never reordered
+
+
+def test_xla_layout_beams_read_their_history_through_the_row_table_not_a_reordered_cache():
+    # Two layers share one table; the graph layout reorders its caches. Eager, no XLA needed.
+    model = layered_model(2)
+    _, cache = model_logits_fn(model, SRC, 8, beam_size=3, layout="xla")
+    assert cache.per_beam.dtype == tf.int32 and cache.per_beam.shape == (SRC.shape[0], 8)
+    assert len(cache.in_place) == 2
+    outputs = {}
+    for layout in ("graph", "xla"):
+        logits_fn, cache = model_logits_fn(model, SRC, 8, beam_size=3, layout=layout)
+        outputs[layout] = beam_search(logits_fn, cache, SRC.shape[0], 3, 8, min_length=5)
+    np.testing.assert_array_equal(outputs["xla"].ids.numpy(), outputs["graph"].ids.numpy())
+    np.testing.assert_allclose(outputs["xla"].scores, outputs["graph"].scores, atol=1e-5)
+
+
+@pytest.mark.parametrize("min_length, step", [(0, 0), (3, 1), (3, 3)])
+def test_top_next_tokens_are_the_top_k_of_the_banned_log_softmax(min_length, step):
+    logits = tf.random.stateless_normal((6, 20), seed=[1, 2]) * 3
+    values, ids = top_next_tokens(logits, 4, tf.constant(step), min_length, END)
+    expected = tf.math.top_k(next_token_log_probs(logits, tf.constant(step), min_length, END), 4)
+    np.testing.assert_array_equal(ids.numpy(), expected.indices.numpy())
+    np.testing.assert_allclose(values.numpy(), expected.values.numpy(), rtol=1e-6, atol=1e-6)

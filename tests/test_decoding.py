@@ -115,10 +115,14 @@ def test_cached_greedy_equals_recompute_greedy(model):
     np.testing.assert_allclose(cached.log_probs.numpy(), reference.log_probs.numpy(), atol=1e-4)
 
 
-@pytest.mark.parametrize("layers", [1, 2])
+@pytest.mark.parametrize("variant", ["one layer", "two layers", "tied"])
 @pytest.mark.parametrize("layout", ["graph", "xla"])
-def test_cached_seam_logits_match_recompute_seam_logits(model, layout, layers):
-    model = model if layers == 1 else layered_model(2)  # each layer keeps its own cache
+def test_cached_seam_logits_match_recompute_seam_logits(model, layout, variant):
+    if variant == "two layers":  # each layer keeps its own cache
+        model = layered_model(2)
+    elif variant == "tied":  # the output projection is the embedding matrix (transposed once)
+        model = Transformer.from_config(model.config.replace(share_target_embeddings=True))
+        model.build()
     src = tf.cast(SRC, tf.int32)
     cached_fn, cached = model_logits_fn(model, src, 5, layout=layout)
     recompute_fn, reference = recompute_logits_fn(model, src, 5)

@@ -202,7 +202,8 @@ class Transformer(tf.keras.Model):
 
         Returns:
           A dict: `"weights"` (every kernel as a tensor in the compute dtype, the self-attention
-          q/k/v kernels concatenated, the query scale folded in), `"self_bias"`
+          q/k/v kernels concatenated, the query scale folded in; a tied output projection's
+          embedding matrix transposed with `layout="xla"`), `"self_bias"`
           `(cache_length, cache_length)` (row `t`: 0 up to position `t`, a large negative after:
           the look-ahead mask as a table, so no step rebuilds it) and `"slots"` int32
           `(cache_length, rows, heads, 3)` (row `t`: the scatter indices `[row, head, t]` that
@@ -224,10 +225,9 @@ class Transformer(tf.keras.Model):
         if self.final_layer is not None:
             weights["final_kernel"] = read_weight(self.final_layer.kernel, dtype)
             weights["final_bias"] = read_weight(self.final_layer.bias, dtype)
-        else:
-            weights["final_kernel"] = read_weight(
-                self.decoder.embedding.embedding.embeddings, dtype
-            )
+        else:  # tied: the embedding matrix; under XLA transposed once here (see `decode_step`)
+            embeddings = read_weight(self.decoder.embedding.embedding.embeddings, dtype)
+            weights["final_kernel"] = tf.transpose(embeddings) if layout == "xla" else embeddings
         return {
             "weights": weights,
             "self_bias": mask_to_bias(create_look_ahead_mask(cache_length), dtype),
@@ -244,7 +244,9 @@ class Transformer(tf.keras.Model):
         if self.final_layer is not None and not self.final_layer.built:
             self.final_layer.build((None, None, self.d_model))
 
-    def decode_step(self, ids, step, self_cache, cross, constants, *, beam_size=1, layout="graph"):
+    def decode_step(
+        self, ids, step, self_cache, cross, constants, *, beam_size=1, layout="graph", history=None
+    ):
         """One decoder position with the caches: the teacher-forced model's math for one token.
 
         Args:
@@ -256,11 +258,16 @@ class Transformer(tf.keras.Model):
           constants: `step_constants(cache_length, rows, layout=layout)`.
           beam_size: rows per sentence.
           layout: the layout `initial_cache` and `step_constants` were built with.
+          history: "xla" layout only: int32 `(rows, cache_length, 2)`, the `[cache row,
+            position]` where each row's earlier positions were written (a beam search that
+            moves no cache rows); None: in the row itself.
 
         Returns:
           `(logits, self_cache)`: float32 `(rows, target_vocab_size)` for position
           `step + 1`'s token, and the updated self-attention cache.
         """
+        if history is not None and layout != "xla":
+            raise ValueError(f"history needs the 'xla' step layout, got {layout!r}.")
         weights = constants["weights"]
         x, self_cache = self.decoder.step(
             ids,
@@ -273,11 +280,14 @@ class Transformer(tf.keras.Model):
             cross_bias=cross["bias"],
             beam_size=beam_size,
             layout=layout,
+            history=history,
         )
         if self.final_layer is not None:
             logits = dense_step(x, weights["final_kernel"], weights["final_bias"])
         else:
-            logits = tf.matmul(x, weights["final_kernel"], transpose_b=True)
+            # XLA:CPU runs `transpose_b` at 4 rows (beam 4) 1.24x slower over the whole decode
+            # than a kernel transposed beforehand; graph mode is as fast either way.
+            logits = tf.matmul(x, weights["final_kernel"], transpose_b=layout != "xla")
         return tf.cast(logits, tf.float32), self_cache
 
     def get_config(self):

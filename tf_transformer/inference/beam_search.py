@@ -19,7 +19,7 @@ from tf_transformer.inference.search import (
     DecodeOutput,
     LogitsFn,
     SplitCache,
-    next_token_log_probs,
+    banned_tokens,
     trim,
     write_column,
 )
@@ -31,17 +31,32 @@ def length_penalty(lengths: tf.Tensor, alpha: float | tf.Tensor) -> tf.Tensor:
     return tf.pow((5.0 + tf.cast(lengths, tf.float32)) / 6.0, tf.cast(alpha, tf.float32))
 
 
+def top_next_tokens(
+    logits: tf.Tensor, k: int, step: tf.Tensor, min_length: int, end_id: int
+) -> tuple[tf.Tensor, tf.Tensor]:
+    """Each row's `k` most likely next tokens: `(log_probs, ids)`, `(rows, k)` each.
+
+    The same values as `top_k(search.next_token_log_probs(...))` (banned tokens cannot be chosen, the
+    others keep the model's own log-probabilities), without a log-softmax of the whole vocabulary:
+    the logits are ranked, and only the `k` chosen are normalised.
+    """
+    logits = tf.cast(logits, tf.float32)
+    banned = banned_tokens(tf.shape(logits)[-1], step, min_length, end_id)
+    top_logits, top_ids = tf.math.top_k(tf.where(banned, -float("inf"), logits), k=k)
+    return top_logits - tf.reduce_logsumexp(logits, axis=-1, keepdims=True), top_ids
+
+
 def tile_beams(cache: Any, beam_size: int) -> Any:
     """Repeats every batch row `beam_size` times: `(batch, ...)` -> `(batch * beam, ...)`.
 
-    Of a `SplitCache`, only the `per_beam` part.
+    Of a `SplitCache`, the `per_beam` and `in_place` parts.
     """
 
     def tile(nest):
         return tf.nest.map_structure(lambda t: tf.repeat(t, beam_size, axis=0), nest)
 
     if isinstance(cache, SplitCache):
-        return cache._replace(per_beam=tile(cache.per_beam))
+        return cache._replace(per_beam=tile(cache.per_beam), in_place=tile(cache.in_place))
     return tile(cache)
 
 
@@ -85,7 +100,8 @@ def beam_search(
       logits_fn: the seam `(ids (batch * beam,), step, cache) -> (logits, cache)`.
       initial_cache: the step-0 cache for `(batch, ...)`; it is tiled to `(batch * beam, ...)`
         here and reordered by the surviving beams' parents at every step (of a `SplitCache`,
-        only the `per_beam` part; `logits_fn` must have been built for `beam_size` beams).
+        only the `per_beam` part, its `in_place` part is only tiled; `logits_fn` must have been
+        built for `beam_size` beams).
       batch_size: number of sentences.
       beam_size: beams per sentence (the vocabulary must have more than `beam_size` tokens).
       max_length: most tokens generated per beam (END included).
@@ -114,22 +130,29 @@ def beam_search(
         done = finished | tf.math.is_inf(log_probs)
         return (step < max_length) & ~tf.reduce_all(done)
 
+    # A finished beam has one continuation, PAD, at no cost.
+    pad_only = tf.concat([[0.0], tf.fill([beam_size - 1], -float("inf"))], axis=0)
+    candidates = beam_size * beam_size
+
     def body(step, ids, log_probs, lengths, finished, cache):
         flat_ids = tf.reshape(ids, [-1, width])  # (batch * beam, width)
         logits, cache = logits_fn(tf.gather(flat_ids, step, axis=1), step, cache)
-        step_log_probs = next_token_log_probs(logits, step, min_length, end_id)
-        vocab = tf.shape(step_log_probs)[-1]
-        step_log_probs = tf.reshape(step_log_probs, [-1, beam_size, vocab])  # (batch, beam, V)
-        # A finished beam has one continuation, PAD, at no cost.
-        pad_only = tf.math.log(tf.one_hot(PAD_ID, vocab))  # (V,): 0 at PAD, -inf elsewhere
-        step_log_probs = tf.where(finished[..., tf.newaxis], pad_only, step_log_probs)
-        total = log_probs[..., tf.newaxis] + step_log_probs  # (batch, beam, V)
+        # A beam's length penalty is the same for all its continuations, so the best `beam`
+        # candidates overall are among each beam's best `beam` tokens: rank the vocabulary per
+        # beam, then `beam * beam` candidates (not `beam * vocab` scores and log-softmaxes).
+        top_log_probs, top_tokens = top_next_tokens(logits, beam_size, step, min_length, end_id)
+        shape = [-1, beam_size, beam_size]  # (batch, beam, candidate)
+        step_log_probs = tf.where(
+            finished[..., tf.newaxis], pad_only, tf.reshape(top_log_probs, shape)
+        )
+        tokens = tf.where(finished[..., tf.newaxis], PAD_ID, tf.reshape(top_tokens, shape))
+        total = log_probs[..., tf.newaxis] + step_log_probs  # (batch, beam, candidate)
         candidate_lengths = lengths + tf.cast(~finished, tf.int32)  # (batch, beam)
         scores = total / length_penalty(candidate_lengths, alpha)[..., tf.newaxis]
-        _, best = tf.math.top_k(tf.reshape(scores, [-1, beam_size * vocab]), k=beam_size)
-        parents = best // vocab  # (batch, beam)
-        token = best % vocab
-        log_probs = tf.gather(tf.reshape(total, [-1, beam_size * vocab]), best, batch_dims=1)
+        _, best = tf.math.top_k(tf.reshape(scores, [-1, candidates]), k=beam_size)
+        parents = best // beam_size  # (batch, beam)
+        token = tf.gather(tf.reshape(tokens, [-1, candidates]), best, batch_dims=1)
+        log_probs = tf.gather(tf.reshape(total, [-1, candidates]), best, batch_dims=1)
         parent_finished = tf.gather(finished, parents, batch_dims=1)
         lengths = tf.gather(lengths, parents, batch_dims=1) + tf.cast(~parent_finished, tf.int32)
         finished = parent_finished | tf.equal(token, end_id)

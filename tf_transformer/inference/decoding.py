@@ -57,6 +57,12 @@ def model_logits_fn(
       cache (`batch` rows; beam search tiles it) and whose `per_sentence` part holds the
       cross-attention keys/values and the source padding bias. The weights, prepared once here
       (fused q/k/v, cast), and the mask and scatter-index tables are closed over.
+
+      With `layout="xla"` and beams, the self-attention cache is `in_place` instead: a step
+      writes each hypothesis's keys/values into its own row and the beams' reorders move only
+      `per_beam`, an int32 `(rows, max_length)` table of the row that holds each position of
+      each hypothesis. Under XLA, reordering the cache cost more than the attention read
+      through the table (bench/README.md, "Beam search").
     """
     if max_length > model.max_length:
         raise ValueError(
@@ -65,19 +71,33 @@ def model_logits_fn(
     context, padding_mask = model.encode(src)
     self_cache, cross = model.initial_cache(context, padding_mask, max_length, layout=layout)
     constants = model.step_constants(max_length, tf.shape(src)[0] * beam_size, layout=layout)
+    in_place = layout == "xla" and beam_size > 1
+    positions = tf.range(max_length)
 
     def logits_fn(ids, step, cache):
+        history = None
+        if in_place:
+            origin = cache.per_beam  # (rows, max_length): this step's row writes `step`
+            rows = tf.range(tf.shape(origin)[0])
+            origin = tf.where(tf.equal(positions, step), rows[:, tf.newaxis], origin)
+            history = tf.stack([origin, tf.broadcast_to(positions, tf.shape(origin))], axis=-1)
         logits, self_cache = model.decode_step(
             ids,
             step,
-            cache.per_beam,
+            cache.in_place if in_place else cache.per_beam,
             cache.per_sentence,
             constants,
             beam_size=beam_size,
             layout=layout,
+            history=history,
         )
+        if in_place:
+            return logits, SplitCache(origin, cache.per_sentence, self_cache)
         return logits, SplitCache(self_cache, cache.per_sentence)
 
+    if in_place:
+        origin = tf.zeros([tf.shape(src)[0], max_length], tf.int32)  # set as positions are written
+        return logits_fn, SplitCache(origin, cross, self_cache)
     return logits_fn, SplitCache(self_cache, cross)
 
 

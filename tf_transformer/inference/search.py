@@ -47,17 +47,22 @@ LogitsFn = Callable[[tf.Tensor, tf.Tensor, Any], tuple[tf.Tensor, Any]]
 
 
 class SplitCache(NamedTuple):
-    """A decoding cache in two parts, so that beam search reorders only what changes.
+    """A decoding cache in parts, so that beam search reorders only what must follow the beams.
 
     Attributes:
       per_beam: nest of tensors with one row per hypothesis (`rows` = `batch * beam_size`):
         tiled and reordered with the beams by beam search, updated by `logits_fn`.
       per_sentence: nest of tensors shared by the beams of a sentence (`batch` rows) or by
         everything (constants): never tiled or reordered, returned unchanged by `logits_fn`.
+      in_place: nest of tensors with one row per hypothesis that beam search tiles but never
+        reorders (empty: none). `logits_fn` writes a step's values into the row of the
+        hypothesis that made them and keeps, in `per_beam`, where each hypothesis's earlier
+        values are: a reorder then moves that small index, not the values.
     """
 
     per_beam: Any
     per_sentence: Any
+    in_place: Any = ()
 
 
 class DecodeOutput(NamedTuple):
@@ -101,12 +106,17 @@ def next_token_log_probs(
     renormalisation), so scores stay comparable with teacher forcing.
     """
     log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
-    vocab = tf.shape(log_probs)[-1]
+    banned = banned_tokens(tf.shape(log_probs)[-1], step, min_length, end_id)
+    return tf.where(banned[tf.newaxis, :], tf.constant(-float("inf")), log_probs)
+
+
+def banned_tokens(vocab: tf.Tensor, step: tf.Tensor, min_length: int, end_id: int) -> tf.Tensor:
+    """bool `(vocab,)`: the tokens that cannot come next (PAD, and END before `min_length`)."""
     banned = tf.one_hot(PAD_ID, vocab, on_value=True, off_value=False, dtype=tf.bool)
     if min_length > 0:
         end = tf.one_hot(end_id, vocab, on_value=True, off_value=False, dtype=tf.bool)
         banned = banned | (end & (step < min_length))
-    return tf.where(banned[tf.newaxis, :], tf.constant(-float("inf")), log_probs)
+    return banned
 
 
 def trim(output: DecodeOutput) -> DecodeOutput:

@@ -119,7 +119,18 @@ class DecoderLayer(SublayerBlock):
         }
 
     def step(
-        self, x, weights, cache, cross, *, slot, self_bias, cross_bias, beam_size=1, layout="graph"
+        self,
+        x,
+        weights,
+        cache,
+        cross,
+        *,
+        slot,
+        self_bias,
+        cross_bias,
+        beam_size=1,
+        layout="graph",
+        history=None,
     ):
         """The layer for one decoded position (no dropout), on 2-D `(rows, d_model)` inputs.
 
@@ -134,6 +145,8 @@ class DecoderLayer(SublayerBlock):
           beam_size: rows per sentence.
           layout: "graph" (the shapes above) or "xla" (heads merged: the shapes of
             `xla_step.self_attention_step` / `cross_attention_step`).
+          history: where each row's earlier positions are (`xla_step.self_attention_step`;
+            "xla" layout only); None: in the row itself.
 
         Returns:
           `(x, cache)`: `(rows, d_model)` and the updated self-attention cache.
@@ -142,8 +155,9 @@ class DecoderLayer(SublayerBlock):
         norm1, norm2, norm3 = weights["norms"]
         # Masked self-attention block.
         h = layer_norm_step(x, norm1) if self.norm_first else x
+        extra = {} if history is None else {"history": history}
         attended, cache = self_step(
-            self.self_attention, h, weights["self_attention"], cache, slot, self_bias
+            self.self_attention, h, weights["self_attention"], cache, slot, self_bias, **extra
         )
         x = x + attended
         if not self.norm_first:
@@ -267,20 +281,7 @@ class Decoder(Stack):
             "final_norm": None if self.final_norm is None else norm_weights(self.final_norm),
         }
 
-    def step(
-        self,
-        ids,
-        position,
-        weights,
-        cache,
-        cross,
-        *,
-        slot,
-        self_bias,
-        cross_bias,
-        beam_size=1,
-        layout="graph",
-    ):
+    def step(self, ids, position, weights, cache, cross, **options):
         """The decoder for one position: `(rows,)` ids -> `(rows, d_model)`, no dropout.
 
         Args:
@@ -288,7 +289,8 @@ class Decoder(Stack):
           position: scalar int32, below `max_length` (the caller checks it once).
           weights: `step_weights()`.
           cache, cross: the lists of `initial_cache` (the self-attention one with `rows` rows).
-          slot, self_bias, cross_bias, beam_size, layout: as in `DecoderLayer.step`.
+          **options: `DecoderLayer.step`'s keyword arguments (`slot`, `self_bias`,
+            `cross_bias`, `beam_size`, `layout`, `history`), the same for every layer.
 
         Returns:
           `(x, cache)`.
@@ -300,17 +302,7 @@ class Decoder(Stack):
         for layer, layer_weights, layer_cache, layer_cross in zip(
             self.stack, weights["layers"], cache, cross, strict=True
         ):
-            x, layer_cache = layer.step(
-                x,
-                layer_weights,
-                layer_cache,
-                layer_cross,
-                slot=slot,
-                self_bias=self_bias,
-                cross_bias=cross_bias,
-                beam_size=beam_size,
-                layout=layout,
-            )
+            x, layer_cache = layer.step(x, layer_weights, layer_cache, layer_cross, **options)
             new_cache.append(layer_cache)
         if weights["final_norm"] is not None:
             x = layer_norm_step(x, weights["final_norm"])

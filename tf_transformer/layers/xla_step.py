@@ -59,7 +59,7 @@ def step_weights(mha: MultiHeadAttention, *, fuse_qkv: bool) -> dict[str, tf.Ten
     return weights
 
 
-def self_attention_step(mha: MultiHeadAttention, x, weights, cache, slot, bias):
+def self_attention_step(mha: MultiHeadAttention, x, weights, cache, slot, bias, history=None):
     """`MultiHeadAttention.self_attention_step` on a heads-merged cache.
 
     Args:
@@ -69,6 +69,9 @@ def self_attention_step(mha: MultiHeadAttention, x, weights, cache, slot, bias):
       cache: `{"key", "value"}`, each `(rows, cache_len, d_model)`; keys depth-major.
       slot: int32 `(rows, 2)` scatter indices `[row, position]`.
       bias: additive `(cache_len,)`: 0 up to the position, a large negative after it.
+      history: None (row `r`'s positions are in row `r`), or int32 `(rows, cache_len, 2)`:
+        `[cache row, position]` where each row's earlier positions were written (beam search
+        without moving the cache: `SplitCache.in_place`). The gather fuses into the scores.
 
     Returns:
       `(output, cache)`: `(rows, d_model)` and the cache with this position written.
@@ -79,11 +82,14 @@ def self_attention_step(mha: MultiHeadAttention, x, weights, cache, slot, bias):
         "key": tf.tensor_scatter_nd_update(cache["key"], slot, k),
         "value": tf.tensor_scatter_nd_update(cache["value"], slot, v),
     }
-    dims = _length_dims(cache["key"], 1)  # cache_len, as axes of at most 32
+    key, value = cache["key"], cache["value"]
+    if history is not None:
+        key, value = tf.gather_nd(key, history), tf.gather_nd(value, history)
+    dims = _length_dims(key, 1)  # cache_len, as axes of at most 32
     heads, depth = mha.num_heads, mha.depth
     q = tf.reshape(q, (-1, *[1] * len(dims), depth, heads))
-    keys = tf.reshape(cache["key"], (-1, *dims, depth, heads))
-    values = tf.reshape(cache["value"], (-1, *dims, heads, depth))
+    keys = tf.reshape(key, (-1, *dims, depth, heads))
+    values = tf.reshape(value, (-1, *dims, heads, depth))
     attended = _attend(q, keys, values, tf.reshape(bias, (*dims, 1)), len(dims))
     attended = tf.reshape(attended, (-1, mha.d_model))  # (rows, heads * depth)
     return dense_step(attended, weights["output_kernel"], weights["output_bias"]), cache
@@ -174,7 +180,8 @@ class StepLayout(NamedTuple):
     """A cache layout's one-token attention functions (the same signatures in each)."""
 
     step_weights: Callable  # (mha, *, fuse_qkv) -> weights
-    self_attention_step: Callable  # (mha, x, weights, cache, slot, bias) -> (out, cache)
+    # (mha, x, weights, cache, slot, bias[, history]) -> (out, cache); history: "xla" only
+    self_attention_step: Callable
     cross_attention_step: Callable  # (mha, x, weights, key, value, bias, *, beam_size) -> out
 
 
