@@ -114,8 +114,8 @@ PRESETS: dict[str, ModelConfig] = {
     ),
     # Small real corpora (~17k pairs) on a CPU: 2 layers of twice the tutorial's width, pre-norm
     # (post-norm stalls at ~43% token accuracy). In a fixed CPU budget depth costs more than it
-    # gives: 27 minutes, Tatoeba dev cased BLEU: 2 layers d_model 256 36.2; d_model 128 with 2,
-    # 3, 4, 6 layers 35.3, 34.6, 34.5, 32.7 (bench/README.md).
+    # gives: 27 minutes, Tatoeba dev cased BLEU: 2 layers d_model 256 36.2 (3 layers 35.8);
+    # d_model 128 with 2, 3, 4, 6 layers 35.3, 34.6, 34.5, 32.7 (bench/README.md).
     "small-data": ModelConfig(
         num_layers=2,
         d_model=256,
