@@ -67,6 +67,7 @@ TRAIN_KNOBS = {
     "lr_scale": float,
     "label_smoothing": float,
     "vocab_size": int,
+    "vocab_min_count": int,
     "shared_vocab": bool,
     "lower_case_source": bool,
     "token_budget": int,

@@ -60,14 +60,15 @@ def test_flags_override_the_preset_by_paper_names():
     args = build_parser().parse_args(
         ["train", "--preset", "tiny", "--d-model", "48", "--num-heads", "4", "--dff", "96",
          "--warmup-steps", "7", "--label-smoothing", "0.2", "--max-length", "100",
-         "--token-budget", "900", "--mixed-precision", "bfloat16", "--average-last", "3"]
+         "--token-budget", "900", "--mixed-precision", "bfloat16", "--average-last", "3",
+         "--vocab-min-count", "4"]
     )  # fmt: skip
     model_config, train_config = configs_from_args(args)
     assert (model_config.d_model, model_config.num_heads, model_config.dff) == (48, 4, 96)
     assert model_config.max_length == 100 and train_config.max_tokens == 100
     assert train_config.warmup_steps == 7 and train_config.label_smoothing == 0.2
     assert train_config.token_budget == 900 and train_config.average_last == 3
-    assert train_config.mixed_precision == "bfloat16"
+    assert train_config.mixed_precision == "bfloat16" and train_config.vocab_min_count == 4
     assert model_config.num_layers == 1  # from the tiny preset
 
 

@@ -316,3 +316,24 @@ def test_lower_case_source_ignores_source_case_and_keeps_target_case(
             "The car",
             "the car",
         ]
+
+
+def test_vocab_min_count_reaches_the_learner_and_bounds_a_small_corpus_vocabulary(tmp_path):
+    # 400 sample pairs: at the learner's default (a piece seen 10 times) the vocabulary stays
+    # far below the 4,000 asked for; pieces seen twice make a larger one.
+    from tf_transformer.config import DataConfig, TrainConfig
+    from tf_transformer.data.sample import sample_pairs
+    from tf_transformer.run_dir import RunDir
+    from tf_transformer.training.runner import prepare_tokenizers
+
+    pairs = _dataset(sample_pairs("train")[:400])
+    sizes = {}
+    for count in (10, 2):
+        config = TrainConfig(vocab_size=4000, vocab_min_count=count)
+        tokenizers = prepare_tokenizers(
+            RunDir(tmp_path), pairs, DataConfig("sample"), config, reuse=False, save=False
+        )
+        sizes[count] = int(tokenizers.target.get_vocab_size())
+    assert sizes[10] < sizes[2] < 4000, sizes
+    with pytest.raises(ValueError, match="vocab_min_count must be positive"):
+        TrainConfig(vocab_min_count=0)

@@ -157,6 +157,9 @@ class TrainConfig(_DictConfig):
     label_smoothing: float = 0.1  # ε_ls
     max_tokens: int = 128  # tokens kept per training sentence (the tutorial's MAX_TOKENS)
     vocab_size: int = 8000  # target size of each WordPiece vocabulary
+    # A wordpiece is learnt only if it occurs at least this often (the WordPiece learner's
+    # `lower_thresh`): on a small corpus it, not vocab_size, bounds the vocabulary.
+    vocab_min_count: int = 10
     shared_vocab: bool = False  # one vocabulary (of vocab_size) for source and target
     lower_case_source: bool = False  # source tokenizer lower-cases (case-insensitive input)
     token_budget: int = 4096  # tokens per batch (source or target side, padding included)
@@ -185,6 +188,7 @@ class TrainConfig(_DictConfig):
             "warmup_steps",
             "max_tokens",
             "vocab_size",
+            "vocab_min_count",
             "token_budget",
             "accumulate_steps",
         ):

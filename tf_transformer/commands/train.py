@@ -31,6 +31,7 @@ TRAIN_FLAGS = (
     "warmup_steps",
     "label_smoothing",
     "vocab_size",
+    "vocab_min_count",
     "shared_vocab",
     "lower_case_source",
     "token_budget",
@@ -134,6 +135,14 @@ def register(subparsers) -> None:
         "name); the model's positional table is made at least this long.",
     )
     model.add_argument("--vocab-size", type=positive_int, default=None, help="WordPiece target.")
+    model.add_argument(
+        "--vocab-min-count",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="Learn a wordpiece only if it occurs N times or more (default 10): on a small corpus "
+        "this, not --vocab-size, bounds the vocabulary.",
+    )
     model.add_argument(
         "--shared-vocab",
         action=argparse.BooleanOptionalAction,

@@ -36,9 +36,9 @@ def top_next_tokens(
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """Each row's `k` most likely next tokens: `(log_probs, ids)`, `(rows, k)` each.
 
-    The same values as `top_k(search.next_token_log_probs(...))` (banned tokens cannot be chosen, the
-    others keep the model's own log-probabilities), without a log-softmax of the whole vocabulary:
-    the logits are ranked, and only the `k` chosen are normalised.
+    The same values as `top_k` of `search.next_token_log_probs` (banned tokens cannot be
+    chosen, the others keep the model's own log-probabilities), without a log-softmax of the
+    whole vocabulary: the logits are ranked, and only the `k` chosen are normalised.
     """
     logits = tf.cast(logits, tf.float32)
     banned = banned_tokens(tf.shape(logits)[-1], step, min_length, end_id)

@@ -78,6 +78,7 @@ def prepare_tokenizers(
     tokenizers = build_tokenizers(
         pairs,
         vocab_size=train_config.vocab_size,
+        learn_params={"lower_thresh": train_config.vocab_min_count},
         source_lang=data.source_lang,
         target_lang=data.target_lang,
         lower_case_source=train_config.lower_case_source,
