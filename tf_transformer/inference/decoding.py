@@ -72,15 +72,18 @@ def model_logits_fn(
     self_cache, cross = model.initial_cache(context, padding_mask, max_length, layout=layout)
     constants = model.step_constants(max_length, tf.shape(src)[0] * beam_size, layout=layout)
     in_place = layout == "xla" and beam_size > 1
-    positions = tf.range(max_length)
+    if in_place:  # the step's tables, made once: each row's index, each position's
+        rows = tf.shape(src)[0] * beam_size
+        positions = tf.range(max_length)
+        row_ids = tf.range(rows)[:, tf.newaxis]  # (rows, 1)
+        position_grid = tf.broadcast_to(positions, [rows, max_length])
 
     def logits_fn(ids, step, cache):
         history = None
         if in_place:
             origin = cache.per_beam  # (rows, max_length): this step's row writes `step`
-            rows = tf.range(tf.shape(origin)[0])
-            origin = tf.where(tf.equal(positions, step), rows[:, tf.newaxis], origin)
-            history = tf.stack([origin, tf.broadcast_to(positions, tf.shape(origin))], axis=-1)
+            origin = tf.where(tf.equal(positions, step), row_ids, origin)
+            history = tf.stack([origin, position_grid], axis=-1)
         logits, self_cache = model.decode_step(
             ids,
             step,
