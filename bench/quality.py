@@ -65,6 +65,7 @@ MODEL_KNOBS = {
 TRAIN_KNOBS = {
     "warmup_steps": int,
     "lr_scale": float,
+    "cooldown": float,
     "label_smoothing": float,
     "vocab_size": int,
     "vocab_min_count": int,

@@ -24,8 +24,15 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 STEPS = 30
-# 256-token batches of ~10-token sentences: ~28 batches of different sizes an epoch.
-TRAIN_CHANGES = {"max_steps": STEPS, "epochs": None, "token_budget": 256, "checkpoint_every": 10}
+# 256-token batches of ~10-token sentences: ~28 batches of different sizes an epoch. The
+# learning rate cools down over the last half of the steps: every worker must apply the same.
+TRAIN_CHANGES = {
+    "max_steps": STEPS,
+    "epochs": None,
+    "token_budget": 256,
+    "checkpoint_every": 10,
+    "cooldown": 0.5,
+}
 MODES = ("loop", "fit")
 CLI_FLAGS = ["--preset", "tiny", "--token-budget", "256", "--seed", "0", "--quiet"]
 

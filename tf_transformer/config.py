@@ -151,6 +151,9 @@ class TrainConfig(_DictConfig):
     max_minutes: float | None = None  # wall-clock budget of one `train` call (None: no limit)
     warmup_steps: int = 4000  # linear warm-up of the learning-rate schedule
     lr_scale: float = 1.0  # constant factor on the paper's schedule
+    # The last fraction of the budget (max_steps, max_minutes or epochs, whichever ends the run
+    # first) over which the learning rate falls linearly to 0 (0: off).
+    cooldown: float = 0.0
     beta_1: float = 0.9  # Adam β1
     beta_2: float = 0.98  # Adam β2
     epsilon: float = 1e-9  # Adam ε
@@ -210,6 +213,8 @@ class TrainConfig(_DictConfig):
             raise ValueError(f"max_minutes must be positive, got {self.max_minutes}.")
         if self.average_last < 0:
             raise ValueError(f"average_last must be >= 0, got {self.average_last}.")
+        if not 0.0 <= self.cooldown <= 1.0:
+            raise ValueError(f"cooldown must be in [0, 1], got {self.cooldown}.")
         if not 0.0 <= self.label_smoothing < 1.0:
             raise ValueError(f"label_smoothing must be in [0, 1), got {self.label_smoothing}.")
         if self.mixed_precision not in (None, "float16", "bfloat16"):

@@ -29,6 +29,7 @@ MODEL_FLAGS = (
 )
 TRAIN_FLAGS = (
     "warmup_steps",
+    "cooldown",
     "label_smoothing",
     "vocab_size",
     "vocab_min_count",
@@ -123,6 +124,14 @@ def register(subparsers) -> None:
         "(default: 0, off).",
     )
     model.add_argument("--warmup-steps", type=positive_int, default=None)
+    model.add_argument(
+        "--cooldown",
+        type=float,
+        default=None,
+        metavar="FRACTION",
+        help="Take the learning rate linearly to 0 over the last FRACTION of the budget "
+        "(--max-minutes, --max-steps or --epochs, whichever ends training first; 0: off).",
+    )
     model.add_argument("--label-smoothing", type=float, default=None)
     model.add_argument(
         "--max-tokens",

@@ -24,6 +24,7 @@ import tensorflow as tf
 
 from tf_transformer.config import ModelConfig, TrainConfig
 from tf_transformer.run_dir import RunDir
+from tf_transformer.training.budget import Budget
 from tf_transformer.training.checkpoints import TrainState, make_checkpoint_manager
 from tf_transformer.training.distribute import (
     describe_lost_worker,
@@ -35,7 +36,7 @@ from tf_transformer.training.distribute import (
 from tf_transformer.training.loop import WorkerLostError, write_run_config
 from tf_transformer.training.losses import MaskedAccuracy, MaskedSparseCrossEntropy
 from tf_transformer.training.mixed_precision import build_model
-from tf_transformer.training.schedule import make_optimizer
+from tf_transformer.training.schedule import find_cooldown, make_optimizer
 from tf_transformer.training.train_step import dense_gradients
 
 
@@ -133,6 +134,27 @@ class StopAtTime(tf.keras.callbacks.Callback):
             self.model.stop_training = True
 
 
+class CoolDown(tf.keras.callbacks.Callback):
+    """Before each batch, tells the optimizer's `Cooldown` schedule how much of `budget` is
+    left (`fit`'s steps per epoch, when known, size its epochs)."""
+
+    def __init__(self, budget: Budget):
+        super().__init__()
+        self.budget = budget
+        self.epoch = 0
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = epoch
+
+    def on_train_batch_begin(self, batch, logs=None):
+        cooldown = find_cooldown(self.model.optimizer)
+        if cooldown is not None:
+            step = int(self.model.optimizer.iterations.numpy())
+            steps = self.params.get("steps")
+            left = self.budget.left(step, epoch=self.epoch, position=batch, batches_per_epoch=steps)
+            cooldown.set_left(left)
+
+
 def fit_paths(run_dir: str | Path | RunDir) -> dict[str, Path]:
     """Where the fit callbacks write inside a run directory."""
     run = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
@@ -167,6 +189,7 @@ def make_callbacks(
     early_stopping_patience: int | None = None,
     max_steps: int | None = None,
     max_minutes: float | None = None,
+    cooldown_epochs: int | None = None,
 ) -> list[tf.keras.callbacks.Callback]:
     """The usual `model.fit` callbacks for a run directory.
 
@@ -175,7 +198,9 @@ def make_callbacks(
       `fit/model.keras`, the best by `val_loss` when there is validation data;
     - `BackupAndRestore` in `fit/backup`, so an interrupted `fit` resumes at its epoch;
     - `EarlyStopping` on `val_loss` when `early_stopping_patience` is given (needs validation);
-    - `StopAtStep` when `max_steps` is given, `StopAtTime` when `max_minutes` is.
+    - `StopAtStep` when `max_steps` is given, `StopAtTime` when `max_minutes` is;
+    - `CoolDown` (it acts only on an optimizer with a `Cooldown` schedule) over the budget of
+      `max_steps`, `max_minutes` and `cooldown_epochs`.
     """
     paths = fit_paths(run_dir)
     paths["model"].parent.mkdir(parents=True, exist_ok=True)
@@ -200,6 +225,8 @@ def make_callbacks(
         callbacks.append(StopAtStep(max_steps))
     if max_minutes is not None:
         callbacks.append(StopAtTime(max_minutes))
+    if cooldown_epochs is not None or max_steps is not None or max_minutes is not None:
+        callbacks.append(CoolDown(Budget(max_steps, max_minutes, cooldown_epochs)))
     return callbacks
 
 
@@ -277,6 +304,7 @@ def fit(
         early_stopping_patience=early_stopping_patience,
         max_steps=train_config.max_steps,
         max_minutes=train_config.max_minutes,
+        cooldown_epochs=train_config.epochs,
     )
     # Keras 3 "symbolically builds" a model made under a strategy by averaging the first
     # distributed batch over the replicas, which fails when they hold batches of different

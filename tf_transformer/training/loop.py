@@ -17,6 +17,7 @@ from tqdm.auto import tqdm
 from tf_transformer.config import ModelConfig, TrainConfig
 from tf_transformer.errors import TransformerError
 from tf_transformer.run_dir import RunDir
+from tf_transformer.training.budget import Budget
 from tf_transformer.training.checkpoints import (
     StopSignal,
     TrainState,
@@ -25,7 +26,7 @@ from tf_transformer.training.checkpoints import (
 )
 from tf_transformer.training.distribute import describe_lost_worker, get_strategy, is_chief
 from tf_transformer.training.mixed_precision import build_model
-from tf_transformer.training.schedule import make_optimizer
+from tf_transformer.training.schedule import find_cooldown, make_optimizer
 from tf_transformer.training.summaries import write_scalar
 from tf_transformer.training.train_step import TrainStep
 from tf_transformer.weights import model_checkpoint
@@ -280,6 +281,9 @@ class _Loop:
         else:
             self.train_writer = self.val_writer = tf.summary.create_noop_writer()
         self.last_checkpoint = manager.latest_checkpoint
+        self.budget = Budget(train_config.max_steps, minutes, train_config.epochs, started)
+        self.cooldown = find_cooldown(steps.optimizer)
+        self.batches_per_epoch: int | None = None  # counted at the first epoch end
         self.validate: Validate | None = None
         self.evaluations: list[Evaluation] = []
 
@@ -346,6 +350,7 @@ class _Loop:
         interval = _Totals()
         try:
             for micro_batches in self.steps.updates(dataset):
+                self.cool_down()
                 sums = {
                     key: float(value) for key, value in self.steps.update(micro_batches).items()
                 }
@@ -386,6 +391,19 @@ class _Loop:
             bar.close()
         return stop.requested
 
+    def cool_down(self) -> None:
+        """Tells the learning-rate cooldown how much of the budget is left (every worker the
+        same number: their clocks differ)."""
+        if self.cooldown is None:
+            return
+        left = self.budget.left(
+            self.step,
+            epoch=int(self.state.epoch.numpy()),
+            position=int(self.state.position.numpy()),
+            batches_per_epoch=self.batches_per_epoch,
+        )
+        self.cooldown.set_left(self.steps.mean_over_workers(left))
+
     def eval_due(self) -> bool:
         return self.validate is not None and self.step % self.config.eval_every == 0
 
@@ -405,6 +423,7 @@ class _Loop:
         return self.steps.any_worker(evaluation.stop)
 
     def end_epoch(self, val_ds) -> dict:
+        self.batches_per_epoch = int(self.state.position.numpy())
         self.state.epoch.assign_add(1)
         self.state.position.assign(0)
         self.save()

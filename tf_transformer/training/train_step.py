@@ -290,6 +290,15 @@ class TrainStep:
             return bool(flag)
         return bool(self._any_worker(tf.constant(float(flag))) > 0)
 
+    def mean_over_workers(self, value: float) -> float:
+        """`value` averaged over the workers (a collective, like `any_worker`): one number that
+        every worker agrees on, e.g. the fraction of a time budget left by their clocks."""
+        if not self.multi_worker:
+            return float(value)
+        # Every replica of a worker adds that worker's value (the same number of replicas each).
+        total = float(self._any_worker(tf.constant(float(value))))
+        return total / self.strategy.num_replicas_in_sync
+
     def _any_worker_step(self, flag):
         return self.strategy.reduce(_SUM, self.strategy.run(tf.identity, args=(flag,)), axis=None)
 
