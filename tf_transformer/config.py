@@ -259,8 +259,9 @@ TRAIN_PRESETS: dict[str, TrainConfig] = {
         # Peak 1.8e-3 at the preset's d_model 256 (2.6e-3 at 128, where 1.0 and 0.25 measured
         # worse).
         lr_scale=0.5,
-        # The last 20% of the --max-minutes budget takes the rate linearly to 0: +0.7 BLEU on
-        # Tatoeba dev (36.9 against 36.2); over the last 50%, 35.8 (bench/README.md).
+        # The last 20% of the --max-minutes budget takes the rate linearly to 0: +0.4 to +0.7
+        # BLEU on Tatoeba dev (36.6 and 36.9 against 36.2); over the last 50%, 35.8
+        # (bench/README.md).
         cooldown=0.2,
         # 0.2: level with 0.1 at equal steps; at 27 minutes +1.0 BLEU on Tatoeba dev with the
         # best checkpoint (-0.3 averaged), TED dev +0.4 / +0.7 (bench/README.md).

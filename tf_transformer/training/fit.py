@@ -141,18 +141,21 @@ class CoolDown(tf.keras.callbacks.Callback):
     def __init__(self, budget: Budget):
         super().__init__()
         self.budget = budget
+        self.cooldown = None
         self.epoch = 0
+
+    def on_train_begin(self, logs=None):
+        self.cooldown = find_cooldown(self.model.optimizer)
 
     def on_epoch_begin(self, epoch, logs=None):
         self.epoch = epoch
 
     def on_train_batch_begin(self, batch, logs=None):
-        cooldown = find_cooldown(self.model.optimizer)
-        if cooldown is not None:
+        if self.cooldown is not None:
             step = int(self.model.optimizer.iterations.numpy())
             steps = self.params.get("steps")
             left = self.budget.left(step, epoch=self.epoch, position=batch, batches_per_epoch=steps)
-            cooldown.set_left(left)
+            self.cooldown.set_left(left)
 
 
 def fit_paths(run_dir: str | Path | RunDir) -> dict[str, Path]:
@@ -225,8 +228,9 @@ def make_callbacks(
         callbacks.append(StopAtStep(max_steps))
     if max_minutes is not None:
         callbacks.append(StopAtTime(max_minutes))
-    if cooldown_epochs is not None or max_steps is not None or max_minutes is not None:
-        callbacks.append(CoolDown(Budget(max_steps, max_minutes, cooldown_epochs)))
+    budget = Budget(max_steps, max_minutes, cooldown_epochs)
+    if budget.bounded:
+        callbacks.append(CoolDown(budget))
     return callbacks
 
 

@@ -121,7 +121,7 @@ class TrainStep:
         if self.accumulate_steps > 1:
             self._make_accumulators()
             self.apply_step = tf.function(self._apply_step, autograph=False)
-        self._any_worker = tf.function(self._any_worker_step, autograph=False)
+        self._sum_over_replicas = tf.function(self._sum_over_replicas_step, autograph=False)
         # Distributed batches have the spec of the distributed dataset (per-replica values):
         # `updates` and `distribute` take it from their first dataset, so that each step is
         # traced once for all batch shapes (not for the first shape, then again relaxed).
@@ -288,7 +288,7 @@ class TrainStep:
         """
         if not self.multi_worker:
             return bool(flag)
-        return bool(self._any_worker(tf.constant(float(flag))) > 0)
+        return bool(self._sum_over_replicas(tf.constant(float(flag))) > 0)
 
     def mean_over_workers(self, value: float) -> float:
         """`value` averaged over the workers (a collective, like `any_worker`): one number that
@@ -296,10 +296,10 @@ class TrainStep:
         if not self.multi_worker:
             return float(value)
         # Every replica of a worker adds that worker's value (the same number of replicas each).
-        total = float(self._any_worker(tf.constant(float(value))))
+        total = float(self._sum_over_replicas(tf.constant(float(value))))
         return total / self.strategy.num_replicas_in_sync
 
-    def _any_worker_step(self, flag):
+    def _sum_over_replicas_step(self, flag):
         return self.strategy.reduce(_SUM, self.strategy.run(tf.identity, args=(flag,)), axis=None)
 
     def evaluate(self, dataset: tf.data.Dataset) -> dict[str, float]:
