@@ -1,15 +1,13 @@
-"""The custom training loop: checkpoints with data position, resume, stop on signal, logging."""
+"""The custom training loop's entry, `train`: build or restore, run the `EpochLoop`, average."""
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import shutil
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import tensorflow as tf
 from tqdm.auto import tqdm
@@ -17,7 +15,6 @@ from tqdm.auto import tqdm
 from tf_transformer.config import ModelConfig, TrainConfig
 from tf_transformer.errors import TransformerError
 from tf_transformer.run_dir import RunDir
-from tf_transformer.training.budget import Budget
 from tf_transformer.training.checkpoints import (
     StopSignal,
     TrainState,
@@ -25,25 +22,13 @@ from tf_transformer.training.checkpoints import (
     make_checkpoint_manager,
 )
 from tf_transformer.training.distribute import describe_lost_worker, get_strategy, is_chief
+from tf_transformer.training.epoch_loop import Batches, EpochLoop, NonFiniteLossError, Validate
 from tf_transformer.training.mixed_precision import build_model
-from tf_transformer.training.schedule import find_cooldown, make_optimizer
-from tf_transformer.training.summaries import write_scalar
+from tf_transformer.training.schedule import make_optimizer
 from tf_transformer.training.train_step import TrainStep
 from tf_transformer.weights import model_checkpoint
 
-if TYPE_CHECKING:
-    from tf_transformer.training.validation import Evaluation
-
-# A dataset of batches, or a function of the epoch returning that epoch's batches (the
-# deterministic way to reshuffle: a resumed run rebuilds epoch k's order exactly; see
-# `tf_transformer.training.runner.epoch_batches`).
-Batches = tf.data.Dataset | Callable[[int], tf.data.Dataset]
-# The validation hook: `(model, step) -> Evaluation`, e.g. a `training.validation.Validator`.
-Validate = Callable[[tf.keras.Model, int], "Evaluation"]
-
-
-class NonFiniteLossError(FloatingPointError, TransformerError):
-    """The loss became NaN or infinite; the run stopped without saving that state."""
+__all__ = ["NonFiniteLossError", "TrainResult", "WorkerLostError", "train", "write_run_config"]
 
 
 class WorkerLostError(RuntimeError, TransformerError):
@@ -85,11 +70,6 @@ class TrainResult:
     evaluations: list[dict] = dataclasses.field(default_factory=list)
     eval_seconds: float = 0.0
     best_checkpoint: str | None = None
-
-
-def _as_int64(inputs, tgt_out):
-    src, tgt_in = inputs
-    return (tf.cast(src, tf.int64), tf.cast(tgt_in, tf.int64)), tf.cast(tgt_out, tf.int64)
 
 
 def write_run_config(
@@ -209,12 +189,12 @@ def train(
         strategy=strategy,
         accumulate_steps=train_config.accumulate_steps,
     )
-    loop = _Loop(run, train_config, steps, state, manager, progress, on_step, started, chief)
+    loop = EpochLoop(run, train_config, steps, state, manager, progress, on_step, started, chief)
     loop.last_checkpoint = latest
     loop.validate = validate if train_config.eval_every else None
     try:
         with StopSignal() as stop:
-            result = loop.run(train_ds, val_ds, stop)
+            stopped_by, history = loop.run(train_ds, val_ds, stop)
     except _PEER_ERRORS as error:
         if not steps.multi_worker:
             raise
@@ -226,257 +206,50 @@ def train(
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
+    result = TrainResult(
+        model=model,
+        step=loop.step,
+        epoch=int(state.epoch.numpy()),
+        stopped_by=stopped_by,
+        checkpoint=loop.last_checkpoint if chief else run.latest_checkpoint(),
+        history=history,
+    )
     if not chief:
-        result.checkpoint = run.latest_checkpoint()
         return result
     result.evaluations = [evaluation.to_dict() for evaluation in loop.evaluations]
     result.eval_seconds = sum(evaluation.seconds for evaluation in loop.evaluations)
-    result.best_checkpoint = run.latest_checkpoint("best")
     finished = (None, "max_steps", "max_minutes", "patience")
-    if result.stopped_by in finished and train_config.average_last > 1:
+    if stopped_by in finished and train_config.average_last > 1:
         last = manager.checkpoints[-train_config.average_last :]
         result.averaged_checkpoint = average_checkpoints(
-            last,
-            lambda: build_model(model_config),
-            run.averaged_path,
+            last, lambda: build_model(model_config), run.averaged_path
         )
-        offer = getattr(loop.validate, "offer", None)
-        if offer is not None:  # the average competes for checkpoints/best (it often wins)
-            averaged = build_model(model_config)
-            model_checkpoint(averaged).restore(result.averaged_checkpoint).expect_partial()
-            source = f"averaged last {len(last)}"
-            with loop.val_writer.as_default():
-                evaluation = offer(averaged, loop.step, source)
-            loop.val_writer.flush()
-            result.eval_seconds += evaluation.seconds
-            result.best_checkpoint = run.latest_checkpoint("best")
-            if progress:
-                kept = (run.best_record() or {}).get("source") == source
-                kept = "kept as the best" if kept else "not kept"
-                tqdm.write(
-                    f"averaged last {len(last)}: BLEU {evaluation.bleu:.1f} chrF "
-                    f"{evaluation.chrf:.1f} ({kept}; best {evaluation.best_bleu:.1f})"
-                )
+        result.eval_seconds += _offer_average(
+            loop, run, model_config, result.averaged_checkpoint, len(last), progress
+        )
+    result.best_checkpoint = run.latest_checkpoint("best")
     return result
 
 
-class _Loop:
-    """The epoch/step loop of `train`, with its logging and checkpointing."""
-
-    def __init__(
-        self, run, train_config, steps, state, manager, progress, on_step, started, chief=True
-    ):
-        self.config = train_config
-        minutes = train_config.max_minutes
-        self.deadline = None if minutes is None else started + 60.0 * minutes
-        self.steps = steps
-        self.state = state
-        self.manager = manager
-        self.progress = progress
-        self.on_step = on_step
-        self.chief = chief  # writes the run directory; runs the validation hook
-        if chief:
-            self.train_writer = tf.summary.create_file_writer(str(run.logs_path / "train"))
-            self.val_writer = tf.summary.create_file_writer(str(run.logs_path / "validation"))
-        else:
-            self.train_writer = self.val_writer = tf.summary.create_noop_writer()
-        self.last_checkpoint = manager.latest_checkpoint
-        self.budget = Budget(train_config.max_steps, minutes, train_config.epochs, started)
-        self.cooldown = find_cooldown(steps.optimizer)
-        self.batches_per_epoch: int | None = None  # counted at the first epoch end
-        self.validate: Validate | None = None
-        self.evaluations: list[Evaluation] = []
-
-    @property
-    def step(self) -> int:
-        return int(self.state.step.numpy())
-
-    def save(self) -> None:
-        self.last_checkpoint = self.manager.save(checkpoint_number=self.state.step)
-
-    def done(self) -> bool:
-        max_steps = self.config.max_steps
-        return max_steps is not None and self.step >= max_steps
-
-    def all_epochs_done(self) -> bool:
-        epochs = self.config.epochs
-        return epochs is not None and int(self.state.epoch.numpy()) >= epochs
-
-    def out_of_time(self) -> bool:
-        return self.deadline is not None and time.monotonic() >= self.deadline
-
-    def stop_reason(self, stop: StopSignal, *, step_done: bool = True) -> str | None:
-        """Why to stop after this step, agreed by every worker; None to go on."""
-        local = stop.requested or self.out_of_time()
-        if not self.steps.any_worker(local) and not (step_done and self.done()):
-            return None
-        if stop.requested:
-            return stop.requested
-        if step_done and self.done():
-            return "max_steps"
-        return "max_minutes" if self.out_of_time() else "another worker"
-
-    def run(self, train_ds: Batches, val_ds, stop: StopSignal) -> TrainResult:
-        history = []
-        stopped_by = "max_steps" if self.done() else None
-        while stopped_by is None and not self.all_epochs_done():
-            stopped_by = self.run_epoch(train_ds, stop)
-            if stopped_by is None:
-                history.append(self.end_epoch(val_ds))
-        return TrainResult(
-            model=self.steps.model,
-            step=self.step,
-            epoch=int(self.state.epoch.numpy()),
-            stopped_by=stopped_by,
-            checkpoint=self.last_checkpoint,
-            history=history,
+def _offer_average(
+    loop: EpochLoop, run: RunDir, model_config, checkpoint: str, count: int, progress: bool
+) -> float:
+    """Scores the averaged checkpoint with the validation hook, which keeps it as
+    `checkpoints/best` when it beats the best so far (it often does); returns the seconds."""
+    offer = getattr(loop.validate, "offer", None)
+    if offer is None:
+        return 0.0
+    averaged = build_model(model_config)
+    model_checkpoint(averaged).restore(checkpoint).expect_partial()
+    source = f"averaged last {count}"
+    with loop.val_writer.as_default():
+        evaluation = offer(averaged, loop.step, source)
+    loop.val_writer.flush()
+    if progress:
+        kept = (run.best_record() or {}).get("source") == source
+        kept = "kept as the best" if kept else "not kept"
+        tqdm.write(
+            f"averaged last {count}: BLEU {evaluation.bleu:.1f} chrF "
+            f"{evaluation.chrf:.1f} ({kept}; best {evaluation.best_bleu:.1f})"
         )
-
-    def run_epoch(self, train_ds: Batches, stop: StopSignal) -> str | None:
-        """Trains the rest of the current epoch; returns why it stopped early, or None."""
-        epoch = int(self.state.epoch.numpy())
-        position = int(self.state.position.numpy())
-        dataset = train_ds(epoch) if callable(train_ds) else train_ds
-        # `position` counts the batches of the epoch's sequence already trained on.
-        dataset = dataset.map(_as_int64).skip(position)
-        bar = tqdm(
-            desc=f"epoch {epoch + 1}" + (f"/{self.config.epochs}" if self.config.epochs else ""),
-            initial=position,
-            unit="batch",
-            disable=not self.progress,
-            dynamic_ncols=True,
-        )
-        totals = _Totals()
-        interval = _Totals()
-        try:
-            for micro_batches in self.steps.updates(dataset):
-                self.cool_down()
-                sums = {
-                    key: float(value) for key, value in self.steps.update(micro_batches).items()
-                }
-                if not math.isfinite(sums["loss_sum"]):
-                    raise NonFiniteLossError(
-                        f"the loss became {sums['loss_sum']} at step {self.step + 1} (epoch "
-                        f"{epoch + 1}); stopped without saving. The last good checkpoint is "
-                        f"{self.last_checkpoint}. Lower the learning rate (--warmup-steps) "
-                        "or train in float32."
-                    )
-                self.state.step.assign_add(1)
-                self.state.position.assign_add(self.steps.group_size)
-                totals.add(sums)
-                interval.add(sums)
-                bar.update(self.steps.group_size)
-                bar.set_postfix(totals.postfix(), refresh=False)
-                if self.on_step is not None:
-                    self.on_step(self.step, _Totals.of(sums))
-                if self.step % self.config.log_every == 0:
-                    self.log_train(interval)
-                    interval = _Totals()
-                reason = self.stop_reason(stop)
-                if reason is not None:
-                    self.save()
-                    if reason == "max_steps" and self.eval_due():
-                        self.evaluate()  # the last step is a scheduled evaluation
-                    return reason
-                if self.step % self.config.checkpoint_every == 0 or self.eval_due():
-                    self.save()
-                if self.eval_due():
-                    if self.evaluate():
-                        return "patience"
-                    # The evaluation may have spent the rest of the budget.
-                    reason = self.stop_reason(stop, step_done=False)
-                    if reason is not None:
-                        return reason
-        finally:
-            bar.close()
-        return stop.requested
-
-    def cool_down(self) -> None:
-        """Tells the learning-rate cooldown how much of the budget is left (every worker the
-        same number: their clocks differ)."""
-        if self.cooldown is None:
-            return
-        left = self.budget.left(
-            self.step,
-            epoch=int(self.state.epoch.numpy()),
-            position=int(self.state.position.numpy()),
-            batches_per_epoch=self.batches_per_epoch,
-        )
-        self.cooldown.set_left(self.steps.mean_over_workers(left))
-
-    def eval_due(self) -> bool:
-        return self.validate is not None and self.step % self.config.eval_every == 0
-
-    def evaluate(self) -> bool:
-        """Runs the validation hook on the current weights; True when it says stop.
-
-        In a multi-worker job only the chief evaluates; the others wait for its verdict.
-        """
-        if not self.chief:
-            return self.steps.any_worker(False)
-        with self.val_writer.as_default():
-            evaluation = self.validate(self.steps.model, self.step)
-        self.val_writer.flush()
-        self.evaluations.append(evaluation)
-        if self.progress:
-            tqdm.write(evaluation.line())
-        return self.steps.any_worker(evaluation.stop)
-
-    def end_epoch(self, val_ds) -> dict:
-        self.batches_per_epoch = int(self.state.position.numpy())
-        self.state.epoch.assign_add(1)
-        self.state.position.assign(0)
-        self.save()
-        record = {"epoch": int(self.state.epoch.numpy()), "step": self.step}
-        if val_ds is not None:
-            metrics = self.steps.evaluate(val_ds.map(_as_int64))
-            with self.val_writer.as_default():
-                for name, value in metrics.items():
-                    write_scalar(name, value, self.step)
-            record.update({f"val_{name}": value for name, value in metrics.items()})
-            if self.progress:
-                tqdm.write(
-                    f"epoch {record['epoch']}: val_loss {metrics['loss']:.4f} "
-                    f"val_accuracy {metrics['accuracy']:.4f}"
-                )
-        return record
-
-    def log_train(self, interval: _Totals) -> None:
-        learning_rate = self.steps.optimizer.learning_rate
-        with self.train_writer.as_default():
-            for name, value in _Totals.of(interval.sums).items():
-                write_scalar(name, value, self.step)
-            write_scalar("learning_rate", float(learning_rate), self.step)
-            write_scalar("tokens_per_second", interval.tokens_per_second(), self.step)
-
-
-class _Totals:
-    """Running sums of step outputs over an interval, with its wall time."""
-
-    def __init__(self):
-        self.sums = {"loss_sum": 0.0, "correct": 0.0, "tokens": 0.0}
-        self.start = time.perf_counter()
-
-    def add(self, sums: dict) -> None:
-        for key in self.sums:
-            self.sums[key] += sums[key]
-
-    @staticmethod
-    def of(sums: dict) -> dict:
-        tokens = max(sums["tokens"], 1.0)
-        return {
-            "loss": sums["loss_sum"] / tokens,
-            "accuracy": sums["correct"] / tokens,
-            "tokens": sums["tokens"],
-        }
-
-    def tokens_per_second(self) -> float:
-        return self.sums["tokens"] / max(time.perf_counter() - self.start, 1e-9)
-
-    def postfix(self) -> dict:
-        means = self.of(self.sums)
-        return {
-            "loss": f"{means['loss']:.3f}",
-            "acc": f"{means['accuracy']:.3f}",
-            "tok/s": f"{self.tokens_per_second():.0f}",
-        }
+    return evaluation.seconds
