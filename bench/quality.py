@@ -5,7 +5,7 @@ Run from the repository root::
     .venv/bin/python bench/quality.py --run-dir runs/quality            # train 27 min, evaluate
     .venv/bin/python bench/quality.py --run-dir runs/quality --resume   # continue a stopped run
     .venv/bin/python bench/quality.py --eval-only runs/quality          # evaluate a run again
-    .venv/bin/python bench/quality.py --eval-only runs/quality --checkpoint latest --alphas 0.6,1.0
+    .venv/bin/python bench/quality.py --eval-only runs/quality --checkpoint latest --alphas 1.0,0.6
 
 Training data: Tatoeba train + CrioleSet train from ``--data`` (default ``<repo>/../shared/data``;
 deduplicated pairs). The wall-clock budget (`--max-minutes`, default 27) covers training (model
@@ -20,10 +20,11 @@ BLEU (cased, the headline, and lower-cased) and chrF on ``tatoeba_pt_en/dev`` an
 training, ``--eval-every``), else the averaged one, else the latest: ``RunDir.checkpoint``'s
 order; the one used is printed, with the best one's record (``checkpoints/best/best.json``). The
 validation history itself is in TensorBoard only (``RUN_DIR/logs/validation``). To compare
-checkpoints, run ``--eval-only`` once per ``--checkpoint``. ``--alphas 0.6,1.0`` scores beam
+checkpoints, run ``--eval-only`` once per ``--checkpoint``. ``--alphas 1.0,0.6`` scores beam
 search at each length penalty (α is chosen on Tatoeba dev; the best α there is printed);
-``--alpha`` (default 0.6) scores one. The last line is machine-readable; its figures are beam
-search at the first α of ``--alphas`` (or ``--alpha``), greedy with ``--beam-size 1``::
+``--alpha`` (default ``DecodeConfig``'s, 1.0) scores one. The last line is machine-readable;
+its figures are beam search at the first α of ``--alphas`` (or ``--alpha``), greedy with
+``--beam-size 1``::
 
     quality: tatoeba_dev_bleu=<cased> tatoeba_dev_bleu_lc=... chrf=... ted_dev_bleu_lc=...
     minutes=... steps=...
@@ -43,7 +44,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tf_transformer.config import PRESETS, TRAIN_PRESETS
+from tf_transformer.config import PRESETS, TRAIN_PRESETS, DecodeConfig
 
 DATA = REPO.parent / "shared" / "data"
 TRAIN_CORPORA = ("tatoeba_pt_en", "crioleset")
@@ -312,7 +313,12 @@ def main() -> None:
         else:
             parser.add_argument(flag, type=kind, default=None)
     parser.add_argument("--beam-size", type=int, default=4, help="1: greedy only.")
-    parser.add_argument("--alpha", type=float, default=None, help="Beam length penalty (0.6).")
+    parser.add_argument(
+        "--alpha",
+        type=float,
+        default=None,
+        help=f"Beam length penalty (default: DecodeConfig's, {DecodeConfig.length_penalty:g}).",
+    )
     parser.add_argument(
         "--alphas",
         type=alpha_list,
@@ -334,7 +340,7 @@ def main() -> None:
         parser.error("--alpha and --alphas: give one of them.")
     if args.alphas is not None and args.beam_size < 2:
         parser.error("--alphas needs beam search (--beam-size 2 or more).")
-    args.alphas = args.alphas or [0.6 if args.alpha is None else args.alpha]
+    args.alphas = args.alphas or [DecodeConfig.length_penalty if args.alpha is None else args.alpha]
     root = data_root(args.data)
     if args.eval_only:
         args.run_dir = args.eval_only

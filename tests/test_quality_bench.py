@@ -98,7 +98,7 @@ def test_evaluation_is_reproducible_from_the_run_dir(tiny_run):
     hypotheses = run_dir / "hypotheses" / "best"
     written = {path.name: path.read_text() for path in hypotheses.iterdir()}
     assert sorted(written) == [
-        "tatoeba_dev.1.0.txt", "tatoeba_dev.2.0.6.txt", "ted_dev.1.0.txt", "ted_dev.2.0.6.txt",
+        "tatoeba_dev.1.0.txt", "tatoeba_dev.2.1.txt", "ted_dev.1.0.txt", "ted_dev.2.1.txt",
     ]  # fmt: skip
     assert len(written["tatoeba_dev.1.0.txt"].splitlines()) == LAYOUT["tatoeba_pt_en"]["dev"]
     again = _quality(
