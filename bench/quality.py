@@ -72,6 +72,7 @@ TRAIN_KNOBS = {
     "vocab_min_count": int,
     "shared_vocab": bool,
     "lower_case_source": bool,
+    "truecase_target": bool,
     "token_budget": int,
     "max_tokens": int,
     "max_steps": int,

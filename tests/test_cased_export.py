@@ -18,6 +18,7 @@ from tf_transformer.inference.graph_ops import LONG_STANDING_TEXT_OPS, classify_
 from tf_transformer.model import Transformer
 from tf_transformer.text.detokenize import attach_punctuation
 from tf_transformer.text.tokenizers import UNK_ID, build_tokenizers
+from tf_transformer.text.truecase import capitalize_first_letter
 
 pytestmark = pytest.mark.slow
 
@@ -174,3 +175,43 @@ def test_lower_case_source_export_reads_any_case_and_writes_cased_text(export, t
     assert out["translations"] == [t.decode("utf-8") for t in expected["text"].numpy()]
     assert out["translations"][0] == out["translations"][1] == out["translations"][2]
     assert out["detokenized"] == [WRITTEN]  # the target side keeps case
+
+
+def test_truecasing_export_capitalises_like_the_translator(export, tmp_path):
+    """The same model with a truecasing target tokenizer (`truecase_target`): the SavedModel,
+    without project code, lowers "The" before tokenizing and capitalises each translation's
+    first letter, like the Translator, and still needs only core TF and TF Text ops."""
+    from tf_transformer.text.tokenizers import Tokenizers
+
+    _, module = export
+    source, target = module.tokenizers.source, module.tokenizers.target
+    paths = [t.get_vocab_path().numpy().decode() for t in (source, target)]
+    tokenizers = Tokenizers(*paths, target_first_words=["The"])
+    true_module = ExportModule(tokenizers, module.model, beam_size=3, max_length=MAX_LENGTH)
+    path = true_module.export(tmp_path / "saved_models" / "truecase")
+    classes = classify_ops(graph_ops(path))
+    assert classes["other"] == [] and set(classes["text"]) <= LONG_STANDING_TEXT_OPS
+    lowered = "the" + WRITTEN[3:]
+    written_ids = tokenizers.target.tokenize(tf.constant([WRITTEN])).to_list()
+    assert written_ids == target.tokenize(tf.constant([lowered])).to_list()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    args = [str(path), json.dumps(SENTENCES), json.dumps(written_ids)]
+    result = subprocess.run(
+        [sys.executable, "-c", LOAD_SCRIPT, *args],
+        capture_output=True,
+        check=False,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=path.parent,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["package_modules"] == []
+    expected = true_module.translator.translate(SENTENCES)
+    assert out["translations"] == [t.decode("utf-8") for t in expected["text"].numpy()]
+    untrue = module.translator.translate(SENTENCES, beam_size=3)["text"].numpy()
+    capitalised = capitalize_first_letter(tf.constant(untrue)).numpy()
+    assert out["translations"] == [t.decode("utf-8") for t in capitalised]
+    assert out["detokenized"] == [WRITTEN]

@@ -165,6 +165,9 @@ class TrainConfig(_DictConfig):
     vocab_min_count: int = 10
     shared_vocab: bool = False  # one vocabulary (of vocab_size) for source and target
     lower_case_source: bool = False  # source tokenizer lower-cases (case-insensitive input)
+    # The target's sentence-initial words written as inside sentences ("The" -> "the"; not "I",
+    # "Tom"); translations get their first letter capitalised (tf_transformer.text.truecase).
+    truecase_target: bool = False
     token_budget: int = 4096  # tokens per batch (source or target side, padding included)
     accumulate_steps: int = 1  # batches per replica summed into one optimizer update
     shuffle_buffer: int = 20000  # sentence pairs shuffled per epoch

@@ -35,6 +35,7 @@ TRAIN_FLAGS = (
     "vocab_min_count",
     "shared_vocab",
     "lower_case_source",
+    "truecase_target",
     "token_budget",
     "accumulate_steps",
     "epochs",
@@ -166,6 +167,14 @@ def register(subparsers) -> None:
         help="The source tokenizer lower-cases its input (vocabulary learnt from lower-cased "
         "source text); the target keeps case: case-insensitive input, cased translations "
         "(default: the preset's; small-data: on).",
+    )
+    model.add_argument(
+        "--truecase-target",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help='Learn the target\'s first word as it is written inside sentences ("The car" as '
+        '"the car"; "I" and names keep their capital); translations get their first letter '
+        "capitalised (default: the preset's).",
     )
     model.add_argument(
         "--share-embeddings",

@@ -26,7 +26,6 @@ from pathlib import Path
 
 import tensorflow as tf
 import tensorflow_text as text
-from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset as bert_vocab
 
 from tf_transformer.text.detokenize import attach_punctuation
 from tf_transformer.text.special_tokens import (  # noqa: F401  (part of this module's API)
@@ -36,9 +35,17 @@ from tf_transformer.text.special_tokens import (  # noqa: F401  (part of this mo
     START_ID,
     UNK_ID,
 )
-
-# Arguments shared by vocabulary learning and the tokenizer, so both split words the same way.
-_BERT_TOKENIZER_PARAMS = {"lower_case": False, "normalization_form": "NFC"}
+from tf_transformer.text.truecase import (
+    FirstWordTruecaser,
+    capitalize_first_letter,
+    learn_first_words,
+)
+from tf_transformer.text.vocab import (
+    BERT_TOKENIZER_PARAMS,
+    learn_vocab,
+    normalize,
+    write_vocab,
+)
 
 _STRINGS = tf.TensorSpec(shape=[None], dtype=tf.string)
 _DENSE_IDS = (
@@ -46,17 +53,6 @@ _DENSE_IDS = (
     tf.TensorSpec(shape=[None, None], dtype=tf.int32),
 )
 _RAGGED_IDS = tf.RaggedTensorSpec(shape=[None, None], dtype=tf.int64, ragged_rank=1)
-
-
-def normalize(strings: tf.Tensor, lower_case: bool | tf.Tensor = True) -> tf.Tensor:
-    """Lower-cases UTF-8 strings (keeping accents) when `lower_case`; else returns them as is.
-
-    The tokenizer adds NFC normalisation. `lower_case` may be a boolean tensor (the saved flag):
-    then the choice is made in the graph, and both branches stay in it.
-    """
-    if isinstance(lower_case, bool):
-        return tf.strings.lower(strings, encoding="utf-8") if lower_case else strings
-    return tf.cond(lower_case, lambda: tf.strings.lower(strings, encoding="utf-8"), lambda: strings)
 
 
 class LanguageTokenizer(tf.Module):
@@ -69,6 +65,9 @@ class LanguageTokenizer(tf.Module):
         reserved_tokens: the reserved tokens at the head of the vocabulary.
         lower_case: lower-case text before tokenizing (the vocabulary must have been learnt the
             same way); saved as the boolean variable ``lower_case``.
+        first_words: truecase the sentence-initial word (`tf_transformer.text.truecase`):
+            `tokenize` lower-cases a first word in this list, `detokenize` capitalises the
+            first letter. None (the default): neither.
 
     Example:
         >>> tok = LanguageTokenizer("en_vocab.txt")
@@ -82,11 +81,13 @@ class LanguageTokenizer(tf.Module):
         reserved_tokens=RESERVED_TOKENS,
         *,
         lower_case: bool = False,
+        first_words: list[str] | None = None,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.truecaser = None if first_words is None else FirstWordTruecaser(first_words)
         vocab_path = str(vocab_path)
-        self.tokenizer = text.BertTokenizer(vocab_path, **_BERT_TOKENIZER_PARAMS)
+        self.tokenizer = text.BertTokenizer(vocab_path, **BERT_TOKENIZER_PARAMS)
         self._reserved_tokens = list(reserved_tokens)
         self._vocab_path = tf.saved_model.Asset(vocab_path)
         vocab = Path(vocab_path).read_text(encoding="utf-8").splitlines()
@@ -110,6 +111,8 @@ class LanguageTokenizer(tf.Module):
     @tf.function(input_signature=[_STRINGS], autograph=False)
     def tokenize(self, strings: tf.Tensor) -> tf.RaggedTensor:
         """Strings `(batch,)` → ragged int64 ids `(batch, None)` with [START] … [END]."""
+        if self.truecaser is not None:
+            strings = self.truecaser.lower_first_word(strings)
         ids = self.tokenizer.tokenize(normalize(strings, self.lower_case))  # (batch, words, pieces)
         ids = ids.merge_dims(-2, -1)  # (batch, tokens)
         batch = ids.bounding_shape()[0]
@@ -124,7 +127,8 @@ class LanguageTokenizer(tf.Module):
         [PAD], [START] and [END] are dropped, and so is anything after the first [END] (batched
         decoders keep emitting after it); [UNK] stays visible. Wordpieces are joined into words,
         words by single spaces, and then punctuation and clitics are re-attached
-        (`attach_punctuation`: "don ' t go ." → "don't go.").
+        (`attach_punctuation`: "don ' t go ." → "don't go."). A truecasing tokenizer
+        (`first_words`) then capitalises the first letter.
         """
         if isinstance(ids, tf.RaggedTensor):
             ids = ids.to_tensor(default_value=PAD_ID)
@@ -133,8 +137,8 @@ class LanguageTokenizer(tf.Module):
         keep = (ids != PAD_ID) & (ids != START_ID) & (ids != END_ID) & ~after_end
         kept = tf.ragged.boolean_mask(ids, keep)
         words = self.tokenizer.detokenize(kept)  # (batch, words)
-        text = tf.strings.reduce_join(words, separator=" ", axis=-1)
-        return attach_punctuation(text)
+        text = attach_punctuation(tf.strings.reduce_join(words, separator=" ", axis=-1))
+        return text if self.truecaser is None else capitalize_first_letter(text)
 
     @tf.function(autograph=False)
     def lookup(self, ids) -> tf.RaggedTensor:
@@ -173,6 +177,8 @@ class Tokenizers(tf.Module):
         source_lang, target_lang: language codes, recorded in the SavedModel.
         lower_case: both tokenizers lower-case their input (as their vocabularies were learnt).
         lower_case_source: the source tokenizer lower-cases its input, whatever `lower_case`.
+        target_first_words: the target tokenizer truecases the first word (`LanguageTokenizer`'s
+            `first_words`); None: it does not.
     """
 
     def __init__(
@@ -185,13 +191,19 @@ class Tokenizers(tf.Module):
         target_lang: str = "en",
         lower_case: bool = False,
         lower_case_source: bool = False,
+        target_first_words: list[str] | None = None,
         **kwargs,
     ):
         super().__init__(**kwargs)
         self.source = LanguageTokenizer(
             source_vocab_path, reserved_tokens, lower_case=lower_case or lower_case_source
         )
-        self.target = LanguageTokenizer(target_vocab_path, reserved_tokens, lower_case=lower_case)
+        self.target = LanguageTokenizer(
+            target_vocab_path,
+            reserved_tokens,
+            lower_case=lower_case,
+            first_words=target_first_words,
+        )
         self.languages = tf.Variable([source_lang, target_lang], trainable=False, name="languages")
 
     def save(self, path: str | Path) -> None:
@@ -220,52 +232,6 @@ def load_tokenizers(path: str | Path):
     return tokenizers
 
 
-def learn_vocab(
-    texts: tf.data.Dataset,
-    vocab_size: int = 8000,
-    *,
-    reserved_tokens=RESERVED_TOKENS,
-    batch_size: int = 1000,
-    learn_params: dict | None = None,
-    lower_case: bool = False,
-) -> list[str]:
-    """Learns a WordPiece vocabulary with ``bert_vocab_from_dataset``.
-
-    Args:
-        texts: a dataset of scalar strings.
-        vocab_size: the target size (an upper bound; small corpora give fewer tokens).
-        reserved_tokens: tokens put first, in this order.
-        batch_size: strings per batch while counting words.
-        learn_params: extra arguments of ``wordpiece_tokenizer_learner_lib.learn``, e.g.
-            ``{"num_iterations": 1}`` to learn faster (each iteration is one full pass over the
-            word counts, binary-searching the frequency threshold that hits `vocab_size`).
-        lower_case: lower-case the text first (as a tokenizer with ``lower_case=True`` does);
-            else the vocabulary keeps case ("Tom" and "tom" are different tokens).
-
-    Returns:
-        The vocabulary, reserved tokens first.
-    """
-    batches = texts.batch(batch_size)
-    if lower_case:
-        batches = batches.map(normalize)
-    batches = batches.prefetch(tf.data.AUTOTUNE)
-    return bert_vocab.bert_vocab_from_dataset(
-        batches,
-        vocab_size=vocab_size,
-        reserved_tokens=list(reserved_tokens),
-        bert_tokenizer_params=_BERT_TOKENIZER_PARAMS,
-        learn_params=learn_params or {},
-    )
-
-
-def write_vocab(vocab: list[str], path: str | Path) -> Path:
-    """Writes a vocabulary file, one token per line."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(token + "\n" for token in vocab), encoding="utf-8")
-    return path
-
-
 def build_tokenizers(
     pairs: tf.data.Dataset,
     vocab_size: int = 8000,
@@ -279,6 +245,7 @@ def build_tokenizers(
     lower_case: bool = False,
     lower_case_source: bool = False,
     shared_vocab: bool = False,
+    truecase_target: bool = False,
 ) -> Tokenizers:
     """Learns source and target WordPiece vocabularies from ``(source, target)`` pairs.
 
@@ -302,6 +269,10 @@ def build_tokenizers(
             embeddings need); it is still written as both vocabulary files. Each side's text
             is counted as its tokenizer reads it (with `lower_case_source`: the source
             lower-cased, the target cased).
+        truecase_target: lower-case the target's sentence-initial words that are mostly
+            written lower-case inside sentences (`tf_transformer.text.truecase`; learnt from
+            the targets here, ignored with `lower_case`); translations get their first letter
+            capitalised.
 
     Returns:
         The tokenizers, ready to use or to `Tokenizers.save`.
@@ -315,7 +286,15 @@ def build_tokenizers(
         learn_params=learn_params,
     )
     lower = (lower_case or lower_case_source, lower_case)  # (source, target)
-    texts = [pairs.map(lambda *pair, i=i: normalize(pair[i], lower[i])) for i in (0, 1)]
+    first_words = None
+    if truecase_target and not lower_case:
+        first_words = learn_first_words(
+            target.decode("utf-8") for _, target in pairs.as_numpy_iterator()
+        )
+    truecaser = FirstWordTruecaser(first_words or [])
+    sources = pairs.map(lambda source, target: normalize(source, lower[0]))
+    targets = pairs.map(lambda source, target: truecaser.lower_first_word(target))
+    texts = [sources, targets.map(lambda target: normalize(target, lower[1]))]
     if shared_vocab:  # word counts of both languages, one vocabulary for both roles
         vocabs = [learn(texts[0].concatenate(texts[1]))] * 2
     else:
@@ -332,4 +311,5 @@ def build_tokenizers(
         target_lang=target_lang,
         lower_case=lower_case,
         lower_case_source=lower_case_source,
+        target_first_words=first_words,
     )

@@ -82,6 +82,7 @@ def prepare_tokenizers(
         source_lang=data.source_lang,
         target_lang=data.target_lang,
         lower_case_source=train_config.lower_case_source,
+        truecase_target=train_config.truecase_target,
         shared_vocab=train_config.shared_vocab,
     )
     if save:
