@@ -52,6 +52,25 @@ print(json.dumps({
 """
 
 
+def _load_without_project_code(path, sentences: list[str], ids: list[list[int]]) -> dict:
+    """Runs LOAD_SCRIPT on the SavedModel in a process that cannot import the project."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    result = subprocess.run(
+        [sys.executable, "-c", LOAD_SCRIPT, str(path), json.dumps(sentences), json.dumps(ids)],
+        capture_output=True,
+        check=False,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=path.parent,  # so the project package cannot be imported by accident
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["package_modules"] == []
+    return out
+
+
 def _written(sentence: str) -> str:
     """A sample sentence as people write it: "o carro do menino é novo ." -> "O carro … novo."."""
     spaced = " ".join(re.sub(r"([^\w\s])", r" \1 ", sentence).split())  # "'s" -> "' s"
@@ -85,27 +104,7 @@ def test_saved_model_matches_translator_without_project_code(export):
     translator, tokenizers = module.translator, module.tokenizers
     written_ids = tokenizers.target.tokenize(tf.constant([WRITTEN]))
     assert UNK_ID not in written_ids.flat_values.numpy()
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env.update(TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            LOAD_SCRIPT,
-            str(path),
-            json.dumps(SENTENCES),
-            json.dumps(written_ids.to_list()),
-        ],
-        capture_output=True,
-        check=False,
-        text=True,
-        timeout=300,
-        env=env,
-        cwd=path.parent,  # so the project package cannot be imported by accident
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    out = json.loads(result.stdout.strip().splitlines()[-1])
-    assert out["package_modules"] == []
+    out = _load_without_project_code(path, SENTENCES, written_ids.to_list())
 
     # The same text (cased, detokenized in the graph) and the same ids as the Translator.
     expected = translator.translate(SENTENCES)
@@ -154,21 +153,7 @@ def test_lower_case_source_export_reads_any_case_and_writes_cased_text(export, t
     path = lower_module.export(tmp_path / "saved_models" / "lower_source")
     sentences = [SENTENCES[0], SENTENCES[0].upper(), SENTENCES[0].lower(), SENTENCES[1]]
     written_ids = tokenizers.target.tokenize(tf.constant([WRITTEN])).to_list()
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env.update(TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    args = [str(path), json.dumps(sentences), json.dumps(written_ids)]
-    result = subprocess.run(
-        [sys.executable, "-c", LOAD_SCRIPT, *args],
-        capture_output=True,
-        check=False,
-        text=True,
-        timeout=300,
-        env=env,
-        cwd=path.parent,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    out = json.loads(result.stdout.strip().splitlines()[-1])
-    assert out["package_modules"] == []
+    out = _load_without_project_code(path, sentences, written_ids)
     assert out["source_ids"][0] == out["source_ids"][1] == out["source_ids"][2]
     assert out["source_ids"] == tokenizers.source.tokenize(tf.constant(sentences)).to_list()
     expected = lower_module.translator.translate(sentences)
@@ -194,21 +179,7 @@ def test_truecasing_export_capitalises_like_the_translator(export, tmp_path):
     lowered = "the" + WRITTEN[3:]
     written_ids = tokenizers.target.tokenize(tf.constant([WRITTEN])).to_list()
     assert written_ids == target.tokenize(tf.constant([lowered])).to_list()
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env.update(TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    args = [str(path), json.dumps(SENTENCES), json.dumps(written_ids)]
-    result = subprocess.run(
-        [sys.executable, "-c", LOAD_SCRIPT, *args],
-        capture_output=True,
-        check=False,
-        text=True,
-        timeout=300,
-        env=env,
-        cwd=path.parent,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    out = json.loads(result.stdout.strip().splitlines()[-1])
-    assert out["package_modules"] == []
+    out = _load_without_project_code(path, SENTENCES, written_ids)
     expected = true_module.translator.translate(SENTENCES)
     assert out["translations"] == [t.decode("utf-8") for t in expected["text"].numpy()]
     untrue = module.translator.translate(SENTENCES, beam_size=3)["text"].numpy()
