@@ -73,6 +73,7 @@ TRAIN_KNOBS = {
     "shared_vocab": bool,
     "lower_case_source": bool,
     "truecase_target": bool,
+    "concat_fraction": float,
     "token_budget": int,
     "max_tokens": int,
     "max_steps": int,

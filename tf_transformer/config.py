@@ -168,6 +168,9 @@ class TrainConfig(_DictConfig):
     # The target's sentence-initial words written as inside sentences ("The" -> "the"; not "I",
     # "Tom"); translations get their first letter capitalised (tf_transformer.text.truecase).
     truecase_target: bool = False
+    # Each epoch adds about this fraction of the training pairs again, joined two by two
+    # (tf_transformer.data.concatenation; 0: off).
+    concat_fraction: float = 0.0
     token_budget: int = 4096  # tokens per batch (source or target side, padding included)
     accumulate_steps: int = 1  # batches per replica summed into one optimizer update
     shuffle_buffer: int = 20000  # sentence pairs shuffled per epoch
@@ -218,6 +221,8 @@ class TrainConfig(_DictConfig):
             raise ValueError(f"average_last must be >= 0, got {self.average_last}.")
         if not 0.0 <= self.cooldown <= 1.0:
             raise ValueError(f"cooldown must be in [0, 1], got {self.cooldown}.")
+        if not 0.0 <= self.concat_fraction <= 1.0:
+            raise ValueError(f"concat_fraction must be in [0, 1], got {self.concat_fraction}.")
         if not 0.0 <= self.label_smoothing < 1.0:
             raise ValueError(f"label_smoothing must be in [0, 1), got {self.label_smoothing}.")
         if self.mixed_precision not in (None, "float16", "bfloat16"):

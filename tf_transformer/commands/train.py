@@ -36,6 +36,7 @@ TRAIN_FLAGS = (
     "shared_vocab",
     "lower_case_source",
     "truecase_target",
+    "concat_fraction",
     "token_budget",
     "accumulate_steps",
     "epochs",
@@ -134,6 +135,15 @@ def register(subparsers) -> None:
         "(--max-minutes, --max-steps or --epochs, whichever ends training first; 0: off).",
     )
     model.add_argument("--label-smoothing", type=float, default=None)
+    model.add_argument(
+        "--concat-fraction",
+        type=float,
+        default=None,
+        metavar="FRACTION",
+        help="Add about FRACTION × the training pairs to each epoch, joined two by two "
+        "(source to source, target to target), so the model learns multi-sentence inputs "
+        "(0: off, the default).",
+    )
     model.add_argument(
         "--max-tokens",
         "--max-length",

@@ -16,6 +16,7 @@ from pathlib import Path
 import tensorflow as tf
 
 from tf_transformer.config import DataConfig, ModelConfig, TrainConfig
+from tf_transformer.data.concatenation import add_concatenations
 from tf_transformer.data.pipeline import make_batches
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training.distribute import get_strategy, is_chief
@@ -26,17 +27,25 @@ def epoch_batches(pairs: tf.data.Dataset, tokenizers, train_config: TrainConfig)
     """The training batches: a function `epoch -> batches`, shuffled with `seed + epoch`.
 
     The custom loop asks for each epoch's batches (a resumed run rebuilds epoch k's order
-    exactly); `model.fit` takes epoch 0's, which reshuffles on every pass.
+    exactly); `model.fit` takes epoch 0's, which reshuffles on every pass. With
+    `concat_fraction`, each epoch adds its own joined pairs (`model.fit`: epoch 0's, every pass).
 
     Args:
       pairs: `(source, target)` string pairs.
       tokenizers: a `Tokenizers` with `.source` and `.target`.
-      train_config: supplies max_tokens, token_budget, shuffle_buffer and seed.
+      train_config: supplies max_tokens, token_budget, shuffle_buffer, seed and
+        concat_fraction.
     """
 
     def batches(epoch: int) -> tf.data.Dataset:
-        return make_batches(
+        epoch_pairs = add_concatenations(
             pairs,
+            train_config.concat_fraction,
+            seed=2 * (train_config.seed + epoch),  # two shuffles per epoch, none shared
+            shuffle_buffer=train_config.shuffle_buffer,
+        )
+        return make_batches(
+            epoch_pairs,
             tokenizers,
             max_length=train_config.max_tokens,
             token_budget=train_config.token_budget,
