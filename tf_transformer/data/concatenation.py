@@ -42,17 +42,17 @@ def add_concatenations(
     first = pairs.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=False)
     second = pairs.shuffle(shuffle_buffer, seed=seed + 1, reshuffle_each_iteration=False)
 
-    def kept(index, _first, _second):
+    def kept(index):
         draw = tf.random.stateless_uniform([], seed=tf.stack([tf.cast(seed, tf.int64), index]))
         return draw < fraction
 
-    def join(index, one, two):
+    def join(one, two):
         return (
             tf.strings.join([one[0], two[0]], separator=" "),
             tf.strings.join([one[1], two[1]], separator=" "),
         )
 
     draws = tf.data.Dataset.zip(first, second).enumerate()
-    joined = draws.filter(lambda index, pair: kept(index, *pair))
-    joined = joined.map(lambda index, pair: join(index, *pair))
+    joined = draws.filter(lambda index, pair: kept(index))
+    joined = joined.map(lambda index, pair: join(*pair))
     return pairs.concatenate(joined)
