@@ -6,18 +6,19 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 NOTEBOOK_STAMP := $(VENV)/.installed-notebook
+DOCS_STAMP := $(VENV)/.installed-docs
 CONSTRAINTS := constraints.txt
 
 # `make smoke` runs on python3.13 unless PYTHON is given (make smoke PYTHON=python3.10).
 SMOKE_PYTHON := $(if $(filter file,$(origin PYTHON)),python3.13,$(PYTHON))
 
-.PHONY: venv test demo notebook smoke clean
+.PHONY: venv test demo notebook docs docs-serve smoke clean
 
 $(STAMP): setup.cfg pyproject.toml $(CONSTRAINTS)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c $(CONSTRAINTS) -e '.[dev]'
-	@rm -f $(NOTEBOOK_STAMP)
+	@rm -f $(NOTEBOOK_STAMP) $(DOCS_STAMP)
 	@touch $(STAMP)
 
 venv: $(STAMP)
@@ -49,10 +50,28 @@ notebook: $(NOTEBOOK_STAMP)
 	cd notebooks && ../$(VENV)/bin/jupyter lab \
 	    $(if $(filter 0,$(shell id -u)),--allow-root) $(JUPYTER_ARGS)
 
+$(DOCS_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -c $(CONSTRAINTS) -e '.[dev,docs]'
+	@touch $(DOCS_STAMP)
+
+# The docs site (docs/, mkdocs.yml) into site/. --strict: a broken link, a missing page or an
+# API reference that does not resolve fails the build. Figures are drawn at build time
+# (docs/hooks/figures.py): the concepts from the package's plots, the benchmark plots from
+# docs/benchmarks/data/*.json (bench/plot_results.py).
+MKDOCS := NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs
+docs: $(DOCS_STAMP)
+	$(MKDOCS) build --strict
+
+# The same site at http://127.0.0.1:8000, rebuilt on every change (DOCS_ADDR=0.0.0.0:8000 to
+# reach it from another machine).
+DOCS_ADDR ?= 127.0.0.1:8000
+docs-serve: $(DOCS_STAMP)
+	$(MKDOCS) serve --strict --dev-addr $(DOCS_ADDR)
+
 # A user's install on another Python: a fresh venv in a temporary folder, a non-editable
 # install with constraints.txt, import, and a tiny train -> export -> translate (.ci/smoke).
 smoke:
 	.ci/smoke $(SMOKE_PYTHON)
 
 clean:
-	rm -rf $(VENV) runs build *.egg-info
+	rm -rf $(VENV) runs build site *.egg-info

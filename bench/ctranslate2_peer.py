@@ -3,6 +3,7 @@
 Run from the repository root (needs ``pip install ctranslate2``)::
 
     .venv/bin/python bench/ctranslate2_peer.py [--repeats 5] [--sentences 3] [--lengths 40 128]
+        [--json PATH]
 
 The tutorial preset with random weights (vocabularies of 7765/7010 synthetic wordpieces) is
 exported twice: as our SavedModel (`ExportModule`, what TF Serving runs; graph mode) and as a
@@ -36,6 +37,7 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np
 import tensorflow as tf
+from json_figures import add_json_flags, write_json
 
 from tf_transformer.config import get_preset
 from tf_transformer.inference.ctranslate2_export import export_ctranslate2
@@ -115,6 +117,7 @@ def main() -> None:
         default=None,
         help="our XLA decoder's one-token step (make_decode_fn's step_layout; default xla).",
     )
+    add_json_flags(parser)
     args = parser.parse_args()
     started = time.perf_counter()
     import ctranslate2
@@ -139,6 +142,7 @@ def main() -> None:
 
     rng = np.random.default_rng(0)
     results = {}
+    cases = []  # the --json figures: median ms per engine and the ratios, per (length, beam)
     for n in args.lengths:
         saved_path = ExportModule(tokenizers, model, max_length=n, beam_size=4).export(
             work / f"saved_{n}"
@@ -178,6 +182,7 @@ def main() -> None:
                 for theirs in ("ct2_fp32", "ct2_int8")
             }
             results[(n, beam)] = ratios
+            cases.append({"tokens": n, "beam": beam, "ms": ms, "ratios": ratios})
             print(
                 f"{'greedy' if beam == 1 else f'beam {beam}':7s} {n:4d} tokens: "
                 + ", ".join(f"{name} {ms[name]:7.1f} ms" for name in ENGINES)
@@ -191,6 +196,8 @@ def main() -> None:
         f"savedmodel_vs_ct2_fp32={first['savedmodel_vs_ct2_fp32']:.2f} "
         f"xla_vs_ct2_int8={first['xla_vs_ct2_int8']:.2f}"
     )
+    figures = {"cases": cases, "batch": 1, "preset": "tutorial"}
+    write_json(args, "ctranslate2_peer", dict(figures, ctranslate2=ctranslate2.__version__))
 
 
 if __name__ == "__main__":

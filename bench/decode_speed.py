@@ -3,7 +3,7 @@
 Run from the repository root::
 
     .venv/bin/python bench/decode_speed.py [--repeats 5] [--sentences 3] [--jit-compile auto]
-        [--step-layout xla|graph|both]
+        [--step-layout xla|graph|both] [--json PATH]
 
 Both decoders get the same source sentences (random ids, the tutorial preset: vocab 7765/7010,
 random weights: speed does not depend on training) in the same process, at batch 1, and generate
@@ -39,6 +39,7 @@ sys.path.insert(0, str(REPO.parent / "shared" / "bench"))
 
 import numpy as np
 import tensorflow as tf
+from json_figures import add_json_flags, write_json
 
 from tf_transformer.config import get_preset
 from tf_transformer.inference.decoding import make_decode_fn
@@ -66,8 +67,9 @@ def median_ratio(numerators: list[float], denominators: list[float]) -> float:
     return statistics.median(n / d for n, d in zip(numerators, denominators, strict=True))
 
 
-def beam_vs_greedy(model, greedy, n: int, jit: bool, sources, args) -> float:
-    """Median ratio of beam-4 to greedy call times (interleaved), exactly `n` tokens."""
+def beam_vs_greedy(model, greedy, n: int, jit: bool, sources, args, record=None) -> float:
+    """Median ratio of beam-4 to greedy call times (interleaved), exactly `n` tokens; the
+    median times go to the list `record` too when given (the --json figures)."""
     beam = make_decode_fn(
         model,
         max_length=n,
@@ -81,6 +83,16 @@ def beam_vs_greedy(model, greedy, n: int, jit: bool, sources, args) -> float:
         timed(beam, src)
     t_beam, t_greedy = interleaved(beam, greedy, sources, args.repeats)
     ratio = median_ratio(t_beam, t_greedy)
+    if record is not None:
+        record.append(
+            {
+                "tokens": n,
+                "xla": jit,
+                "beam4_ms": statistics.median(t_beam) * 1000,
+                "greedy_ms": statistics.median(t_greedy) * 1000,
+                "beam4_vs_greedy": ratio,
+            }
+        )
     print(
         f"beam 4 {n:4d} tokens  xla={jit!s:5}: "
         f"{statistics.median(t_beam) * 1000:7.1f} ms vs greedy "
@@ -150,6 +162,7 @@ def main() -> None:
         default=None,
         help="the XLA decoders' step layout (default xla); both: also time graph against xla.",
     )
+    add_json_flags(parser)
     args = parser.parse_args()
     started = time.perf_counter()
 
@@ -173,6 +186,7 @@ def main() -> None:
     chosen_jit = {}
     graph_ratios = {}
     graph_ms_per_token = None
+    figures = {"greedy": [], "beam": []}  # the --json figures: median ms per call
     for n in args.lengths:
         theirs = baseline.greedy_decode_recompute(reference, sources[0], steps=n)
         timed(theirs, sources[0])  # trace
@@ -192,6 +206,15 @@ def main() -> None:
             assert out.ids.shape == (1, n + 1), out.ids.shape  # exactly n generated tokens
             t_ours, t_theirs = interleaved(ours, theirs, sources, args.repeats)
             ratio = median_ratio(t_theirs, t_ours)
+            figures["greedy"].append(
+                {
+                    "tokens": n,
+                    "xla": jit,
+                    "ours_ms": statistics.median(t_ours) * 1000,
+                    "baseline_ms": statistics.median(t_theirs) * 1000,
+                    "speedup": ratio,
+                }
+            )
             print(
                 f"greedy {n:4d} tokens  xla={jit!s:5}: ours {n / statistics.median(t_ours):8.0f} "
                 f"tok/s, baseline {n / statistics.median(t_theirs):6.0f} tok/s, "
@@ -206,12 +229,14 @@ def main() -> None:
         ratios[f"greedy_{n}"], chosen_jit[n], greedy = best
         jit_options = [chosen_jit[n]]
         ratios[f"beam4_vs_greedy_{n}"] = beam_vs_greedy(
-            model, greedy, n, chosen_jit[n], sources, args
+            model, greedy, n, chosen_jit[n], sources, args, figures["beam"]
         )
         if chosen_jit[n] and (graph_greedy is not None or args.graph_beam):
             if graph_greedy is None:
                 graph_greedy = make_decode_fn(model, max_length=n, min_length=n)
-            graph_ratios[n] = beam_vs_greedy(model, graph_greedy, n, False, sources, args)
+            graph_ratios[n] = beam_vs_greedy(
+                model, graph_greedy, n, False, sources, args, figures["beam"]
+            )
     if graph_ms_per_token is None:  # XLA only: time the graph decoder at the first length
         n = args.lengths[0]
         graph = make_decode_fn(model, max_length=n, min_length=n)
@@ -233,6 +258,9 @@ def main() -> None:
     fields.append(f"graph_ms_per_token={graph_ms_per_token:.2f}")
     print(f"({time.perf_counter() - started:.0f} s; load average {os.getloadavg()[0]:.1f})")
     print("ratios: " + " ".join(fields))
+    ratios_line = {k: float(v) for k, v in (field.split("=") for field in fields)}
+    figures.update(ratios=ratios_line, batch=1, preset="tutorial")
+    write_json(args, "decode_speed", figures)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ Run from the repository root::
     .venv/bin/python bench/quality.py --run-dir runs/quality --resume   # continue a stopped run
     .venv/bin/python bench/quality.py --eval-only runs/quality          # evaluate a run again
     .venv/bin/python bench/quality.py --eval-only runs/quality --checkpoint latest --alphas 1.0,0.6
+    .venv/bin/python bench/quality.py --run-dir runs/q/short --max-minutes 10 --json q.json
 
 Training data: Tatoeba train + CrioleSet train from ``--data`` (default ``<repo>/../shared/data``;
 deduplicated pairs). The wall-clock budget (`--max-minutes`, default 27) covers training (model
@@ -43,6 +44,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from json_figures import add_json_flags, write_json
 
 from tf_transformer.config import PRESETS, TRAIN_PRESETS, DecodeConfig
 
@@ -287,6 +290,40 @@ def print_table(results: dict, record: dict, headline: str) -> None:
     print("quality: " + " ".join(fields))
 
 
+def validation_history(run_root: Path) -> list[dict]:
+    """The dev scores logged while training (`logs/validation`), as TensorBoard reads them:
+    `[{"step": 500, "bleu": ..., "bleu_lc": ..., "chrf": ...}, ...]` in step order."""
+    import tensorflow as tf
+    from tensorboard.backend.event_processing.plugin_event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run_root / "logs" / "validation"))
+    events.Reload()
+    steps: dict[int, dict] = {}
+    for tag in ("bleu", "bleu_lc", "chrf"):
+        if tag in events.Tags()["tensors"]:
+            for event in events.Tensors(tag):
+                row = steps.setdefault(event.step, {"step": event.step})
+                row[tag] = float(tf.make_ndarray(event.tensor_proto))
+    return [steps[step] for step in sorted(steps)]
+
+
+def quality_figures(args, results: dict) -> dict:
+    """The --json figures: the run's record, every score, and the validation history."""
+    run_root = Path(args.run_dir)
+    budget_path = run_root / "quality.json"
+    best = run_root / "checkpoints" / "best" / "best.json"
+    return {
+        "run_dir": str(args.run_dir),
+        "record": json.loads(budget_path.read_text()) if budget_path.is_file() else {},
+        "best": json.loads(best.read_text()) if best.is_file() else None,
+        "scores": [
+            {"dev": dev, "decoding": name, "bleu": s.bleu, "bleu_lc": s.bleu_lc, "chrf": s.chrf}
+            for (dev, name), s in results.items()
+        ],
+        "validation": validation_history(run_root),
+    }
+
+
 def alpha_list(text: str) -> list[float]:
     """`--alphas 0.6,1.0` → [0.6, 1.0]: distinct length penalties >= 0, in the order given."""
     try:
@@ -337,6 +374,7 @@ def main() -> None:
     parser.add_argument("--dev-limit", type=int, default=None, help="First N dev pairs only.")
     parser.add_argument("--skip-ted", action="store_true", help="Tatoeba dev only.")
     parser.add_argument("--quiet", action="store_true", help="No progress bars.")
+    add_json_flags(parser)
     args = parser.parse_args()
     if args.alphas is not None and args.alpha is not None:
         parser.error("--alpha and --alphas: give one of them.")
@@ -348,7 +386,8 @@ def main() -> None:
         args.run_dir = args.eval_only
     else:
         train_within_budget(args, root)
-    evaluate_run(args, root)
+    results = evaluate_run(args, root)
+    write_json(args, "quality", quality_figures(args, results))
 
 
 if __name__ == "__main__":

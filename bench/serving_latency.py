@@ -9,7 +9,7 @@ beam search (`serving_default`, beam 4). Graph and XLA calls alternate (A B A B)
 same machine load. Random weights never emit END, so every decode runs exactly --max-length
 steps: the default (24) stands for a ~20-token translation.
 
-    .venv/bin/python bench/serving_latency.py [--run-dir runs/NAME] [--repeats 30]
+    .venv/bin/python bench/serving_latency.py [--run-dir runs/NAME] [--repeats 30] [--json PATH]
 
 The last line is machine-readable (one sentence, p50):
     latency: graph_greedy_p50_ms=... xla_greedy_p50_ms=... graph_beam4_p50_ms=... xla_beam4_p50_ms=...
@@ -28,6 +28,7 @@ os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
 import numpy as np
 import tensorflow as tf
+from json_figures import add_json_flags, write_json
 
 SENTENCE = (
     "o meu irmão mais novo comprou um carro vermelho ontem , mas ainda não sabe conduzir "
@@ -87,6 +88,7 @@ def main() -> None:
     parser.add_argument("--batch-repeats", type=int, default=5, help="Timed calls per batch case.")
     parser.add_argument("--batch", type=int, default=32, help="The batch case's size (0: skip).")
     parser.add_argument("--threads", type=int, default=0, help="TF intra-op threads (0: auto).")
+    add_json_flags(parser)
     args = parser.parse_args()
     if args.threads:
         tf.config.threading.set_intra_op_parallelism_threads(args.threads)
@@ -159,6 +161,7 @@ def main() -> None:
         for kind in loaded:
             p50, p95 = percentile_ms(times[kind], 50), percentile_ms(times[kind], 95)
             figures[f"{kind}_{name}_p50_ms"] = p50
+            figures[f"{kind}_{name}_p95_ms"] = p95
             line.append(f"{kind} p50 {p50:7.1f} ms p95 {p95:7.1f} ms")
         generated = tokens["graph"].shape[1] - 1
         print(
@@ -168,6 +171,8 @@ def main() -> None:
     beam = f"beam{args.beam_size}"
     keys = ["graph_greedy", "xla_greedy", f"graph_{beam}", f"xla_{beam}"]
     print("latency: " + " ".join(f"{k}_p50_ms={figures[f'{k}_p50_ms']:.1f}" for k in keys))
+    generated = {"source_tokens": source_tokens, "generated_tokens": args.max_length}
+    write_json(args, "serving_latency", dict(figures, model=source, batch=args.batch, **generated))
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ Run from the repository root::
 
     .venv/bin/python bench/train_throughput.py [--rounds 2] [--batches 4]
     .venv/bin/python bench/train_throughput.py --mixed-precision bfloat16 [--loss-steps 300]
+    .venv/bin/python bench/train_throughput.py --json train.json   # the figures as JSON too
 
 Data: the TED pt→en validation set (`../shared/data/ted_hrlr_validation/dev.*`, 1,193 pairs),
 tokenized with WordPiece vocabularies learned from that text. Both models are the tutorial
@@ -43,6 +44,7 @@ sys.path.insert(0, str(REPO.parent / "shared" / "bench"))
 
 import numpy as np
 import tensorflow as tf
+from json_figures import add_json_flags, write_json
 
 from tf_transformer.config import ModelConfig, TrainConfig, get_preset
 from tf_transformer.data.pipeline import make_batches, padded_batches
@@ -116,6 +118,7 @@ def main() -> None:
         help="also measure our step under this policy against float32",
     )
     parser.add_argument("--loss-steps", type=int, default=300, help="lockstep bfloat16 steps")
+    add_json_flags(parser)
     args = parser.parse_args()
     started = time.perf_counter()
 
@@ -192,11 +195,26 @@ def main() -> None:
     ratios = (
         f"train_tokens_per_s={own:.2f} train_tokens_per_s_same_batches={same:.2f} mfu={mfu:.3f}"
     )
+    figures = {
+        "sentences": sentences,
+        "target_tokens": tokens,
+        "padded_batches": len(padded),
+        "bucketed_batches": len(ours_batches),
+        "target_padding_padded": padding,
+        "target_padding_bucketed": padding_ours,
+        "baseline_tokens_per_s": tokens / statistics.median(t_theirs_all),
+        "ours_tokens_per_s": tokens / t_own,
+        "train_tokens_per_s": own,
+        "train_tokens_per_s_same_batches": same,
+        "mfu": mfu,
+    }
     if args.mixed_precision:
         speedup = compare_precision(config, train_config, ours_batches, args.loss_steps)
         ratios += f" bf16_vs_fp32={speedup:.2f}"
+        figures["bf16_vs_fp32"] = speedup
     print(f"({time.perf_counter() - started:.0f} s; load average {os.getloadavg()[0]:.1f})")
     print(f"ratios: {ratios}")
+    write_json(args, "train_throughput", figures)
 
 
 def compare_precision(config, train_config, batches, steps: int) -> float:

@@ -363,8 +363,8 @@ def export_saved_model(
     """Exports `model` with `tokenizers` as version `version` of the model at `base_dir`.
 
     Args:
-        tokenizers, model, config, max_length, beam_size, length_penalty, jit_compile,
-            warmup_batch_sizes: as in `ExportModule`.
+        tokenizers, model, config, max_length: as in `ExportModule`.
+        beam_size, length_penalty, jit_compile, warmup_batch_sizes: as in `ExportModule`.
         base_dir: TF Serving's model base path, e.g. ``saved_models/transformer``.
         version: a positive integer; None for the next free one.
         check_ops: refuse (ValueError, nothing written) a graph with ops a stock TF Serving

@@ -46,8 +46,8 @@ class DecoderLayer(SublayerBlock):
     one decoded position with a key/value cache (inference only: no dropout).
 
     Args:
-      d_model, num_heads, dff, dropout_rate, norm_first, attention_dropout,
-        activation_dropout: as in EncoderLayer.
+      d_model, num_heads, dff, dropout_rate: as in EncoderLayer.
+      norm_first, attention_dropout, activation_dropout: as in EncoderLayer.
 
     Call arguments:
       x: `(batch, tgt_len, d_model)`.
@@ -189,8 +189,8 @@ class Decoder(Stack):
     """Positional embedding, dropout and `num_layers` DecoderLayers (plus a final norm in pre-norm).
 
     Args:
-      num_layers, d_model, num_heads, dff, dropout_rate, norm_first, max_length,
-        positional_layout, attention_dropout, activation_dropout: as in Encoder.
+      num_layers, d_model, num_heads, dff, dropout_rate, norm_first: as in Encoder.
+      max_length, positional_layout, attention_dropout, activation_dropout: as in Encoder.
       vocab_size: target vocabulary size.
       word_dropout: probability of zeroing a target token's word embedding (training only).
 

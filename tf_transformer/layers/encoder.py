@@ -73,8 +73,8 @@ class Encoder(Stack):
     after the first layer).
 
     Args:
-      num_layers, d_model, num_heads, dff, dropout_rate, norm_first, attention_dropout,
-        activation_dropout: as in EncoderLayer.
+      num_layers, d_model, num_heads, dff, dropout_rate: as in EncoderLayer.
+      norm_first, attention_dropout, activation_dropout: as in EncoderLayer.
       vocab_size: source vocabulary size.
       max_length: positions of the sinusoid table.
       positional_layout: "interleaved" or "concat".

@@ -109,8 +109,8 @@ class Stack(tf.keras.layers.Layer):
     implementation of the embedding, the layer list, the explicit build and the config.
 
     Args:
-      num_layers, d_model, num_heads, dff, dropout_rate, norm_first, attention_dropout,
-        activation_dropout: as in the layers.
+      num_layers, d_model, num_heads, dff, dropout_rate: as in the layers.
+      norm_first, attention_dropout, activation_dropout: as in the layers.
       vocab_size: the vocabulary of the ids this stack embeds.
       max_length: positions of the sinusoid table.
       positional_layout: "interleaved" (paper) or "concat" (tutorial).
