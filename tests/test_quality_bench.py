@@ -108,11 +108,12 @@ def test_evaluation_is_reproducible_from_the_run_dir(tiny_run):
     assert {path.name: path.read_text() for path in hypotheses.iterdir()} == written
 
 
-def test_eval_only_checkpoint_and_alphas(tiny_run):
+def test_eval_only_checkpoint_and_alphas(tiny_run, tmp_path):
     data, run_dir, _ = tiny_run
     result = _quality(
         "--data", str(data), "--eval-only", str(run_dir), "--checkpoint", "latest",
         "--beam-size", "2", "--alphas", "1.0,0.6", "--skip-ted", "--quiet",
+        "--json", str(tmp_path / "q.json"), "--json-note", "a tiny run",
     )  # fmt: skip
     assert "the latest checkpoint (--checkpoint)" in result.stdout
     assert re.search(
@@ -127,6 +128,15 @@ def test_eval_only_checkpoint_and_alphas(tiny_run):
         f"quality: tatoeba_dev_bleu={row[1]} tatoeba_dev_bleu_lc={row[2]} chrf={row[3]} minutes="
     )
     assert line.endswith(" steps=20")
+    # --json: the same scores, the run's record and the command (the note kept apart).
+    record = json.loads((tmp_path / "q.json").read_text())
+    assert record["bench"] == "quality" and record["note"] == "a tiny run"
+    assert "bench/quality.py --data" in record["command"] and "--json-note" not in record["command"]
+    figures = record["figures"]
+    assert figures["record"]["step"] == 20 and figures["validation"] == []
+    scores = {(s["dev"], s["decoding"]): s["bleu"] for s in figures["scores"]}
+    assert list(scores) == [("tatoeba_dev", n) for n in ("greedy", "beam2 a=1", "beam2 a=0.6")]
+    assert f"{scores[('tatoeba_dev', 'beam2 a=1')]:.1f}" == row[1]
 
 
 @pytest.mark.parametrize(

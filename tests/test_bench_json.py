@@ -1,0 +1,75 @@
+"""The benches' JSON figures: what bench/json_figures.py writes, and that the recorded data in
+docs/benchmarks/data/ holds what bench/plot_results.py draws the docs' plots from."""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "docs" / "benchmarks" / "data"
+sys.path.insert(0, str(REPO / "bench"))
+
+import json_figures  # noqa: E402
+import plot_results  # noqa: E402
+
+
+def test_write_json_records_command_date_machine_and_note(tmp_path, monkeypatch):
+    monkeypatch.setattr(
+        sys, "argv", [str(REPO / "bench" / "padding.py"), "--json-note", "loaded", "--x", "1"]
+    )
+    parser = argparse.ArgumentParser()
+    json_figures.add_json_flags(parser)
+    parser.add_argument("--x")
+    args = parser.parse_args(sys.argv[1:] + ["--json", str(tmp_path / "out" / "p.json")])
+    json_figures.write_json(args, "padding", {"rows": [{"ours": 0.25}]})
+    record = json.loads((tmp_path / "out" / "p.json").read_text())
+    assert record["bench"] == "padding" and record["note"] == "loaded"
+    assert record["command"] == ".venv/bin/python bench/padding.py --x 1"
+    assert record["figures"] == {"rows": [{"ours": 0.25}]}
+    assert record["date"][:2] == "20" and record["machine"]["cpus"] >= 1
+
+
+def test_without_json_nothing_is_written(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    parser = argparse.ArgumentParser()
+    json_figures.add_json_flags(parser)
+    json_figures.write_json(parser.parse_args([]), "padding", {})
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "argv, kept",
+    [
+        (["--json-note", "a b", "--repeats", "3"], ["--repeats", "3"]),
+        (["--json-note=a", "--json", "x.json"], ["--json", "x.json"]),
+        (["--lengths", "40", "128"], ["--lengths", "40", "128"]),
+    ],
+)
+def test_the_note_is_not_part_of_the_command(argv, kept):
+    assert json_figures.without_note(argv) == kept
+
+
+def test_every_plot_has_its_recorded_data():
+    names = {name for inputs in plot_results.INPUTS.values() for name in inputs}
+    assert names == {path.name for path in DATA.glob("*.json")}
+    for name in names:
+        record = json.loads((DATA / name).read_text())
+        assert {"bench", "command", "date", "figures"} <= set(record), name
+        assert record["command"].startswith(".venv/bin/python bench/"), name
+    # Figures not measured by a bench's --json say so.
+    table = json.loads((DATA / "quality_table.json").read_text())
+    assert table["transcribed"] is True and "NOT measured" in table["note"]
+
+
+def test_the_plots_are_drawn_from_the_recorded_data():
+    figures = plot_results.figures(DATA)
+    assert sorted(figures) == sorted(plot_results.PLOTS)
+    for name, figure in figures.items():
+        # The provenance line under the axes names each input's command.
+        text = " ".join(t.get_text() for t in figure.texts)
+        for source in plot_results.INPUTS[name]:
+            command = json.loads((DATA / source).read_text())["command"].split(" --json")[0]
+            assert command[:60].split(" (")[0] in text, (name, source)
