@@ -30,7 +30,11 @@ sys.path.insert(0, str(REPO))
 from json_figures import add_json_flags, write_json
 
 DATA = REPO.parent / "shared" / "data"
-DEFAULT_SPLITS = (("tatoeba_pt_en", "train"), ("tatoeba_pt_en", "dev"), ("ted_hrlr_validation", "dev"))
+DEFAULT_SPLITS = (
+    ("tatoeba_pt_en", "train"),
+    ("tatoeba_pt_en", "dev"),
+    ("ted_hrlr_validation", "dev"),
+)
 
 
 def main() -> None:
@@ -66,7 +70,9 @@ def main() -> None:
         )
         padded = padding_fraction(padded_batches(pairs, tokenizers, seed=0))
         name = f"{Path(spec).name}_{split}"
-        rows.append({"corpus": name, "pairs": sum(1 for _ in pairs), "ours": ours, "padded": padded})
+        rows.append(
+            {"corpus": name, "pairs": sum(1 for _ in pairs), "ours": ours, "padded": padded}
+        )
         print(
             f"{name:28s} token budget {args.token_budget}: {ours:6.1%} padding; "
             f"batches of 64: {padded:6.1%}  ({time.perf_counter() - started:.0f} s)"
@@ -75,8 +81,12 @@ def main() -> None:
     write_json(
         args,
         "padding",
-        {"token_budget": args.token_budget, "batch_size": 64, "vocab_size": args.vocab_size,
-         "rows": rows},
+        {
+            "token_budget": args.token_budget,
+            "batch_size": 64,
+            "vocab_size": args.vocab_size,
+            "rows": rows,
+        },
     )
 
 

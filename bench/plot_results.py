@@ -32,11 +32,11 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # a command-line script: never a window (not imported by notebooks)
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/, also when imported by path
-from json_figures import without_note  # noqa: E402
+from json_figures import without_note
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "docs" / "benchmarks" / "data"
@@ -125,7 +125,9 @@ def serving_latency(data: Path):
     figures = record["figures"]
     batch = figures["batch"]
     figure, panels = plt.subplots(1, 2, figsize=(10, 5))
-    for axes, (title, suffix) in zip(panels, (("1 sentence", ""), (f"batch of {batch}", f"_b{batch}"))):
+    for axes, (title, suffix) in zip(
+        panels, (("1 sentence", ""), (f"batch of {batch}", f"_b{batch}"))
+    ):
         cases = ("greedy", "beam4")
         x = np.arange(len(cases))
         for i, kind in enumerate(("graph", "xla")):
@@ -151,9 +153,7 @@ def validation_bleu(data: Path):
     short, table = (load(data, name) for name in INPUTS["validation_bleu.png"])
     figure, panels = plt.subplots(1, 2, figsize=(11, 5))
     history = short["figures"]["validation"]
-    panels[0].plot(
-        [row["step"] for row in history], [row["bleu"] for row in history], marker="o"
-    )
+    panels[0].plot([row["step"] for row in history], [row["bleu"] for row in history], marker="o")
     best = short["figures"].get("best") or {}
     sentences = f" on {best['num_sentences']} sentences" if "num_sentences" in best else ""
     steps = short["figures"]["record"].get("step", history[-1]["step"] if history else "?")
@@ -183,7 +183,10 @@ def padding(data: Path):
     for i, (key, label) in enumerate(
         (
             ("padded", f"padded batches of {figures['batch_size']} (the tutorial)"),
-            ("ours", f"token-budget batches with length buckets ({figures['token_budget']} tokens)"),
+            (
+                "ours",
+                f"token-budget batches with length buckets ({figures['token_budget']} tokens)",
+            ),
         )
     ):
         values = [100 * row[key] for row in rows]

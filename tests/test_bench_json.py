@@ -12,8 +12,8 @@ REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "docs" / "benchmarks" / "data"
 sys.path.insert(0, str(REPO / "bench"))
 
-import json_figures  # noqa: E402
-import plot_results  # noqa: E402
+import json_figures
+import plot_results
 
 
 def test_write_json_records_command_date_machine_and_note(tmp_path, monkeypatch):

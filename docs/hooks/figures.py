@@ -82,8 +82,14 @@ def concept_figures() -> dict[str, bytes]:
     for axes, (title, mask) in zip(panels, masks.items()):
         axes.matshow(mask, cmap="Greys", vmin=0, vmax=1)
         for (row, col), value in np.ndenumerate(mask):
-            axes.text(col, row, f"{value:.0f}", ha="center", va="center",
-                      color="white" if value else "black")
+            axes.text(
+                col,
+                row,
+                f"{value:.0f}",
+                ha="center",
+                va="center",
+                color="white" if value else "black",
+            )
         axes.set_title(title, fontsize=9)
         axes.set_xlabel("key position (attended to)")
         axes.set_ylabel("query position")
@@ -109,7 +115,9 @@ def concept_figures() -> dict[str, bytes]:
 
 def benchmark_figures() -> dict[str, bytes]:
     """bench/plot_results.py's plots over docs/benchmarks/data/."""
-    spec = importlib.util.spec_from_file_location("plot_results", REPO / "bench" / "plot_results.py")
+    spec = importlib.util.spec_from_file_location(
+        "plot_results", REPO / "bench" / "plot_results.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return {name: png(figure) for name, figure in module.figures().items()}
