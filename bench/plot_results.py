@@ -151,14 +151,18 @@ def serving_latency(data: Path):
 
 def validation_bleu(data: Path):
     short, table = (load(data, name) for name in INPUTS["validation_bleu.png"])
-    figure, panels = plt.subplots(1, 2, figsize=(11, 5))
+    figure, panels = plt.subplots(1, 2, figsize=(11, 6), sharey=True)
     history = short["figures"]["validation"]
     panels[0].plot([row["step"] for row in history], [row["bleu"] for row in history], marker="o")
     best = short["figures"].get("best") or {}
     sentences = f" on {best['num_sentences']} sentences" if "num_sentences" in best else ""
-    steps = short["figures"]["record"].get("step", history[-1]["step"] if history else "?")
-    panels[0].set_title(f"A short run measured here ({steps} steps)", fontsize=10)
-    panels[0].set_ylabel(f"dev BLEU while training (cased, greedy{sentences})")
+    record = short["figures"]["record"]
+    steps = record.get("step", history[-1]["step"] if history else "?")
+    minutes = f", {record['minutes_used']:.0f} minutes" if "minutes_used" in record else ""
+    panels[0].set_title(
+        f"A short run recorded for these pages ({steps} steps{minutes})", fontsize=10
+    )
+    panels[0].set_ylabel("dev BLEU (cased, greedy)")
     for name, run in table["figures"]["runs"].items():
         points = sorted((int(step), bleu) for step, bleu in run["bleu"].items())
         panels[1].plot(*zip(*points), marker=".", label=f"{name}: {run['change']}")
@@ -167,8 +171,10 @@ def validation_bleu(data: Path):
     for axes in panels:
         axes.set_xlabel("training step")
         axes.grid(alpha=0.3)
+    panels[0].set_ylim(bottom=0)
     figure.suptitle(
-        "small-data recipe: Tatoeba dev BLEU against training steps (Tatoeba + CrioleSet train)",
+        "small-data recipe: Tatoeba dev BLEU while training, greedy"
+        f"{sentences} (trained on Tatoeba + CrioleSet)",
         fontsize=10,
     )
     return finish(figure, [short, table])
