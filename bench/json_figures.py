@@ -89,4 +89,5 @@ def write_json(args: argparse.Namespace, bench: str, figures: dict) -> None:
     path = Path(args.json)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    print(f"figures written to {path}")
+    # stderr: a bench's last line on stdout stays its machine-readable one.
+    print(f"figures written to {path}", file=sys.stderr)
