@@ -13,8 +13,9 @@ import argparse
 import importlib
 import os
 import sys
+import warnings
 
-from tf_transformer.errors import TransformerError
+from tf_transformer.errors import TransformerError, TransformerWarning
 
 COMMANDS = ("train", "translate", "evaluate", "export")
 
@@ -54,6 +55,18 @@ def one_line(error: BaseException) -> str:
     return text or type(error).__name__
 
 
+def _warning_printer(command: str, show):
+    """A `warnings.showwarning` that prints a `TransformerWarning` as
+    `tf-transformer COMMAND: warning: MESSAGE` and passes any other warning to `show`."""
+
+    def show_warning(message, category, filename, lineno, file=None, line=None):
+        if not issubclass(category, TransformerWarning):
+            return show(message, category, filename, lineno, file, line)
+        print(f"tf-transformer {command}: warning: {one_line(message)}", file=sys.stderr)
+
+    return show_warning
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
         prog="tf-transformer",
@@ -84,7 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     if extras:
         setattr(args, field, [*getattr(args, field), *extras])
     try:
-        return int(args.func(args) or 0)
+        with warnings.catch_warnings():  # the package's warnings as one line each
+            warnings.simplefilter("always", TransformerWarning)
+            warnings.showwarning = _warning_printer(args.command, warnings.showwarning)
+            return int(args.func(args) or 0)
     except USER_ERRORS as error:
         print(f"tf-transformer {args.command}: error: {one_line(error)}", file=sys.stderr)
         return 2

@@ -9,3 +9,8 @@ line.
 
 class TransformerError(Exception):
     """Base class of the errors raised by `tf_transformer` for a user to act on."""
+
+
+class TransformerWarning(UserWarning):
+    """Something a user should know that did not stop the command (e.g. a torn checkpoint was
+    skipped); the CLI prints it as one line."""

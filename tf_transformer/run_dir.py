@@ -11,14 +11,13 @@ Layout::
       logs/           TensorBoard event files
 
 Translating, evaluating and exporting use the best checkpoint, else the averaged one, else the
-latest (`RunDir.checkpoint`).
+latest, passing over torn ones (`RunDir.checkpoint`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -74,12 +73,11 @@ class RunDir:
         return json.loads(self.config_path.read_text())
 
     def write_config(self, config: dict[str, Any]) -> None:
-        """Writes config.json atomically (a crash leaves the old file or the new one)."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".config.", suffix=".json")
-        with os.fdopen(fd, "w") as f:
-            json.dump(config, f, indent=2, sort_keys=True)
-        os.replace(tmp, self.config_path)
+        """Writes config.json atomically (a crash or a full disk leaves the old file or the new
+        one; `atomic_files.WriteError` says which)."""
+        from tf_transformer.atomic_files import write_json
+
+        write_json(self.config_path, config)
 
     def model_config(self) -> ModelConfig:
         return ModelConfig.from_dict(self.read_config()["model"])
@@ -90,36 +88,68 @@ class RunDir:
 
         return TrainConfig.from_dict(self.read_config().get("train", {}))
 
+    def checkpoint_folder(self, name: str) -> Path:
+        """The folder of the checkpoints named `name`: "best", "averaged" or "latest"."""
+        folders = {"best": self.best_path, "averaged": self.averaged_path}
+        return folders.get(name, self.checkpoints_path)
+
     def latest_checkpoint(self, which: str | None = None) -> str | None:
         """A checkpoint prefix: the latest training one, or `which` = "best", "averaged",
-        "latest" or a prefix (returned as is); None when the run has no such checkpoint."""
+        "latest" or a prefix (returned as is); None when the run has no such checkpoint.
+
+        This is what the folder's state file names, whole or not; `checkpoint` checks.
+        """
         import tensorflow as tf
 
-        folders = {
-            "latest": self.checkpoints_path,
-            "averaged": self.averaged_path,
-            "best": self.best_path,
-        }
-        folder = folders.get(which or "latest")
-        return which if folder is None else tf.train.latest_checkpoint(str(folder))
+        if which not in (None, *CHECKPOINT_NAMES):
+            return which
+        return tf.train.latest_checkpoint(str(self.checkpoint_folder(which or "latest")))
 
     def checkpoint(self, which: str | None = None) -> tuple[str, str]:
-        """`(name, prefix)` of the checkpoint to read: `which`, or by default the best one (by
-        dev BLEU), else the averaged one, else the latest.
+        """`(name, prefix)` of the checkpoint to read: the best one (by dev BLEU), else the
+        averaged one, else the newest whole one of training; `which` starts that order later.
+
+        A torn checkpoint (`checkpoint_files.checkpoint_problem`) is passed over for the next
+        older one of its folder, then for the next folder, and so is a missing folder that
+        `which` names; a `TransformerWarning` says which were passed over and what is used.
 
         Args:
-          which: None, "best", "averaged", "latest" or a checkpoint prefix (named "given").
+          which: None, "best", "averaged", "latest" or a checkpoint prefix (named "given",
+            used only when whole).
 
         Raises:
-          FileNotFoundError: the run has no such checkpoint.
+          FileNotFoundError: the run has no checkpoint at all.
+          TornCheckpointError: it has some, and none is whole (or the given one is torn).
         """
-        names = CHECKPOINT_NAMES if which is None else (which,)
-        for name in names:
-            path = self.latest_checkpoint(name)
+        from tf_transformer.checkpoint_files import (
+            TornCheckpointError,
+            newest_intact,
+            report_fallback,
+        )
+
+        if which not in (None, *CHECKPOINT_NAMES):
+            from tf_transformer.checkpoint_files import checkpoint_problem
+
+            problem = checkpoint_problem(which)
+            if problem is not None:
+                raise TornCheckpointError(f"cannot read the checkpoint {which}: {problem}.")
+            return "given", which
+        notes: list[str] = []
+        for name in CHECKPOINT_NAMES[CHECKPOINT_NAMES.index(which or "best") :]:
+            folder = self.checkpoint_folder(name)
+            skipped = len(notes)
+            path = newest_intact(folder, notes)
             if path is not None:
-                return (name if name in CHECKPOINT_NAMES else "given"), path
-        folder = {"best": self.best_path, "averaged": self.averaged_path}.get(which)
-        raise FileNotFoundError(f"No checkpoint in {folder or self.checkpoints_path}.")
+                report_fallback(notes, f"using the {name} checkpoint {path}")
+                return name, path
+            if name == which and len(notes) == skipped:
+                notes.append(f"there is no {name} checkpoint in {folder}")
+        if not any("torn" in note for note in notes):
+            raise FileNotFoundError(f"No checkpoint in {self.checkpoints_path}.")
+        raise TornCheckpointError(
+            f"no whole checkpoint in {self.checkpoints_path}: {'; '.join(notes)}. Train again "
+            "(--resume continues from the newest whole one, --overwrite starts over)."
+        )
 
     def best_record(self) -> dict[str, Any] | None:
         """best.json: step and dev scores of the best checkpoint (None when none is kept)."""

@@ -93,15 +93,17 @@ def positive_float(text: str) -> float:
 @contextlib.contextmanager
 def model_loading(path):
     """Turns TensorFlow's errors for an unreadable SavedModel or checkpoint into a `CLIError`
-    naming `path` (one line, exit 2); FileNotFoundError and PermissionError pass unchanged.
+    naming `path` (one line, exit 2); FileNotFoundError, PermissionError and the package's own
+    errors (a torn checkpoint, a failed write) pass unchanged.
 
     TensorFlow is not imported here: a wrong path fails before it loads.
     """
     from tf_transformer.cli import CLIError
+    from tf_transformer.errors import TransformerError
 
     try:
         yield
-    except (FileNotFoundError, PermissionError):
+    except (FileNotFoundError, PermissionError, TransformerError):  # already one clear line
         raise
     except Exception as error:
         unreadable = [OSError]

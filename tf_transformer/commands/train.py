@@ -302,7 +302,9 @@ def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool) -> None:
 
     if resume and overwrite:
         raise CLIError("--resume and --overwrite exclude each other.")
-    exists = run_dir.exists() and any(run_dir.iterdir())
+    from tf_transformer.training.run_lock import LOCK_NAME
+
+    exists = run_dir.exists() and any(p.name != LOCK_NAME for p in run_dir.iterdir())
     if resume and not (run_dir / "config.json").is_file():
         raise CLIError(f"--resume: {run_dir} is not a run directory (no config.json).")
     if exists and not resume and not overwrite:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from pathlib import Path
+
+from tf_transformer.atomic_files import write_directory
 
 
 def existing_versions(base_dir: str | Path) -> list[int]:
@@ -44,7 +43,8 @@ def check_version(base_dir: str | Path, version: int | None) -> Path:
 
 
 def write_version(base_dir: str | Path, version: int | None, save) -> Path:
-    """Writes one version directory atomically: `save(tmp_dir)`, then a rename into place.
+    """Writes one version directory atomically: `save(tmp_dir)` into a temporary directory
+    beside it (a name TF Serving never loads), then a rename into place.
 
     Args:
         base_dir: the model base path (created if needed).
@@ -57,18 +57,7 @@ def write_version(base_dir: str | Path, version: int | None, save) -> Path:
     Raises:
         FileExistsError: when the version exists (nothing is touched).
         ValueError: for a version that is not a positive integer.
+        WriteError: a write failed (a full disk); no version directory and no temporary one
+            is left, and the earlier versions are untouched.
     """
-    base_dir = Path(base_dir)
-    final = check_version(base_dir, version)
-    version = int(final.name)
-    base_dir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{version}-", dir=base_dir))
-    try:
-        save(str(tmp))
-        if final.exists():  # another export won the race while this one was saving
-            raise FileExistsError(f"{final} appeared while exporting; not overwritten.")
-        os.rename(tmp, final)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return final
+    return write_directory(check_version(base_dir, version), save, replace=False)

@@ -207,10 +207,13 @@ class Tokenizers(tf.Module):
         self.languages = tf.Variable([source_lang, target_lang], trainable=False, name="languages")
 
     def save(self, path: str | Path) -> None:
-        """Writes a SavedModel that `load_tokenizers` (or plain ``tf.saved_model.load``) reads."""
+        """Writes a SavedModel that `load_tokenizers` (or plain ``tf.saved_model.load``) reads,
+        atomically: a failed write (`atomic_files.WriteError`) leaves what `path` held."""
+        from tf_transformer.atomic_files import write_directory
+
         self.source.trace_for_export()
         self.target.trace_for_export()
-        tf.saved_model.save(self, str(path))
+        write_directory(path, lambda tmp: tf.saved_model.save(self, tmp), replace=True)
 
 
 def load_tokenizers(path: str | Path):

@@ -1,7 +1,11 @@
-"""Training checkpoints: the tracked state, stop-on-signal, and averaging the last N."""
+"""Training checkpoints: the tracked state, saving that never names a torn checkpoint,
+resuming from the newest whole one, stop-on-signal, and averaging the last N."""
 
 from __future__ import annotations
 
+import copy
+import os
+import shutil
 import signal
 import threading
 from collections.abc import Callable, Sequence
@@ -11,6 +15,15 @@ import numpy as np
 import tensorflow as tf
 from typing_extensions import Self  # typing.Self needs Python 3.11
 
+from tf_transformer.atomic_files import WriteError, reason
+from tf_transformer.checkpoint_files import (
+    TornCheckpointError,
+    checkpoint_candidates,
+    checkpoint_number,
+    newest_intact,
+    report_fallback,
+    torn_note,
+)
 from tf_transformer.weights import model_checkpoint
 
 
@@ -30,6 +43,102 @@ class TrainState(tf.Module):
         self.position = tf.Variable(0, dtype=tf.int64, trainable=False, name="position")
 
 
+def sync_checkpoint_files(prefix: str) -> None:
+    """Flushes a written checkpoint's files, and the folder that names them, to the disk."""
+    for path in [prefix + ".index", *map(str, Path(prefix).parent.glob(Path(prefix).name + ".data-*"))]:
+        _fsync(path, os.O_RDONLY)
+    _fsync(os.path.dirname(prefix) or ".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+
+
+def _fsync(path: str, flags: int) -> None:
+    fd = os.open(path, flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class CheckpointManager(tf.train.CheckpointManager):
+    """A `tf.train.CheckpointManager` whose state file names only checkpoints that are whole on
+    disk, and whose failed save says so in one line and leaves the previous one the latest.
+
+    What guarantees what (TF 2.21: checkpoint_management.py, checkpoint.py,
+    functional_saver.py, tensor_bundle.cc):
+
+    - TensorFlow writes the tensors under `PREFIX_temp/` (each file under a temporary name,
+      renamed when closed); `MergeV2Checkpoints` then renames the data to `PREFIX.data-*` and
+      writes `PREFIX.index`. Only once that op has returned does the manager's write callback
+      replace the `checkpoint` state file (written aside, then renamed). So a save that fails
+      or is killed never makes the state file name its checkpoint: the previous one stays the
+      latest (tests/test_train.py kills one with SIGKILL; tests/test_faults.py fills the disk).
+    - TensorFlow fsyncs none of it: after a machine crash or power loss the renamed state file
+      can reach the disk before the data it names. `sync_checkpoint_files` runs as a write
+      callback before the manager's, so the files are on disk before the state names them.
+    - A save under an existing number (the epoch-end save of a run resumed at the last step of
+      an epoch) replaces that checkpoint's data by a rename but rewrites its index in place: a
+      failure in between tears it while the state names it. Readers pass over torn
+      checkpoints (`restore_newest`, `RunDir.checkpoint`), so the one before it is used.
+    - A failed save removes what it left (`PREFIX_temp/`, a new `PREFIX`'s files) and raises
+      `WriteError`.
+    """
+
+    def __init__(self, checkpoint, directory, max_to_keep, **kwargs):
+        super().__init__(checkpoint, directory, max_to_keep, **kwargs)
+        self.prefix = os.path.join(directory, kwargs.get("checkpoint_name", "ckpt"))
+
+    def save(self, checkpoint_number=None, check_interval=True, options=None):
+        options = copy.copy(options) if options else tf.train.CheckpointOptions()
+        callbacks = options.experimental_write_callbacks or []
+        # A new list each time: the manager appends its own state-file callback after these.
+        options.experimental_write_callbacks = [*callbacks, sync_checkpoint_files]
+        if checkpoint_number is None:
+            number = int(self.checkpoint.save_counter.numpy()) + 1
+        else:
+            number = int(np.asarray(checkpoint_number))
+        prefix = f"{self.prefix}-{number}"
+        previous = self.latest_checkpoint
+        try:
+            return super().save(checkpoint_number, check_interval, options)
+        except (OSError, tf.errors.OpError) as error:
+            shutil.rmtree(prefix + "_temp", ignore_errors=True)
+            if prefix not in self.checkpoints:  # files of a checkpoint no state file names
+                for path in Path(prefix).parent.glob(Path(prefix).name + ".*"):
+                    path.unlink(missing_ok=True)
+            kept = f"the latest is still {previous}" if previous else "none was written"
+            raise WriteError(
+                f"cannot write the checkpoint {prefix}: {reason(error)}; {kept}. Free some "
+                "disk space, then continue with --resume."
+            ) from error
+
+
+def save_model_checkpoint(model: tf.keras.Model, folder: str | Path, number: int) -> str:
+    """Writes `model_checkpoint(model)` as the one checkpoint of `folder` (best/, averaged/),
+    numbered `number`; the previous one is removed only once this one is whole."""
+    manager = CheckpointManager(model_checkpoint(model), str(folder), max_to_keep=1)
+    return manager.save(checkpoint_number=number)
+
+
+def restore_newest(checkpoint: tf.train.Checkpoint, folder: str | Path) -> str | None:
+    """Restores the newest whole checkpoint of `folder` into `checkpoint` and returns its
+    prefix (None: the folder holds none); every object of `checkpoint` must be in it.
+
+    Torn ones are passed over, newest first, with a one-line `TransformerWarning`.
+
+    Raises:
+      TornCheckpointError: the folder holds checkpoints, and none is whole.
+    """
+    notes: list[str] = []
+    prefix = newest_intact(
+        folder, notes, load=lambda path: checkpoint.restore(path).assert_existing_objects_matched()
+    )
+    if prefix is None and notes:
+        raise TornCheckpointError(
+            f"no whole checkpoint in {folder}: {'; '.join(notes)}. Start over with --overwrite."
+        )
+    report_fallback(notes, f"resuming from {prefix}, the newest whole one")
+    return prefix
+
+
 def make_checkpoint_manager(
     directory: str | Path,
     *,
@@ -40,12 +149,11 @@ def make_checkpoint_manager(
 ) -> tf.train.CheckpointManager:
     """A `CheckpointManager` over model, optimizer and `state` in `directory`.
 
-    TensorFlow writes a checkpoint's data and index files first and then replaces the
-    `checkpoint` state file atomically, so a process killed mid-save leaves the previous
-    checkpoint as the latest one (tested with SIGKILL in tests/test_train.py).
+    A save that fails or is killed leaves the previous checkpoint the latest one (see
+    `CheckpointManager`).
     """
     checkpoint = model_checkpoint(model, optimizer=optimizer, state=state)
-    return tf.train.CheckpointManager(
+    return CheckpointManager(
         checkpoint, str(directory), max_to_keep=max_to_keep, step_counter=state.step
     )
 
@@ -107,8 +215,11 @@ def average_checkpoints(
     Returns:
       The path of the written checkpoint.
     """
+    torn = {path: torn_note(path) for path in checkpoint_paths}
+    checkpoint_paths = [path for path, note in torn.items() if note is None]
     if not checkpoint_paths:
         raise ValueError("No checkpoints to average.")
+    report_fallback([n for n in torn.values() if n], f"averaging the other {len(checkpoint_paths)}")
     model = model_fn()
     checkpoint = model_checkpoint(model)
     totals = None
@@ -119,5 +230,7 @@ def average_checkpoints(
     for variable, total in zip(model.weights, totals):
         dtype = variable.numpy().dtype
         variable.assign((total / len(checkpoint_paths)).astype(dtype))
-    manager = tf.train.CheckpointManager(checkpoint, str(output_dir), max_to_keep=1)
-    return manager.save()
+    # A new number each time: the previous average stays until this one is whole.
+    numbers = [checkpoint_number(p) for p in checkpoint_candidates(output_dir)]
+    return save_model_checkpoint(model, output_dir, max(numbers, default=0) + 1)
+

@@ -20,6 +20,7 @@ from tf_transformer.training.checkpoints import (
     TrainState,
     average_checkpoints,
     make_checkpoint_manager,
+    restore_newest,
 )
 from tf_transformer.training.distribute import describe_lost_worker, get_strategy, is_chief
 from tf_transformer.training.epoch_loop import Batches, EpochLoop, NonFiniteLossError, Validate
@@ -179,9 +180,8 @@ def train(
         state=state,
         max_to_keep=max(train_config.keep_checkpoints, train_config.average_last),
     )
-    latest = run.latest_checkpoint()
-    if latest:
-        manager.checkpoint.restore(latest).assert_existing_objects_matched()
+    # The newest whole checkpoint: torn ones (a full disk, a cut copy) are passed over.
+    latest = restore_newest(manager.checkpoint, run.checkpoints_path)
     steps = TrainStep(
         model,
         optimizer,

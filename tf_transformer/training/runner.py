@@ -8,7 +8,6 @@ from the run's checkpoints.
 
 from __future__ import annotations
 
-import shutil
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +20,7 @@ from tf_transformer.data.pipeline import make_batches
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training.distribute import get_strategy, is_chief
 from tf_transformer.training.loop import TrainResult, train
+from tf_transformer.training.run_lock import clear_run_dir, holding_run_lock
 
 
 def epoch_batches(pairs: tf.data.Dataset, tokenizers, train_config: TrainConfig) -> Callable:
@@ -115,6 +115,7 @@ def check_shared_embeddings(model_config: ModelConfig, tokenizers=None) -> None:
         )
 
 
+@holding_run_lock
 def run(
     run_dir: str | Path,
     data: DataConfig | None = None,
@@ -167,6 +168,9 @@ def run(
     Raises:
       ValueError: the run holds checkpoints of another model configuration, or bad settings.
       tf_transformer data errors: the corpus cannot be read (one clear message).
+      RunLockedError: another process is training `run_dir` (see `RunLock`).
+      WriteError: a file of the run could not be written (a full disk); the previous
+        checkpoint and files are intact.
     """
     run = RunDir(run_dir)
     stored = run.read_config() if run.exists() and not overwrite else {}
@@ -187,7 +191,7 @@ def run(
     if validation_pairs is None:
         validation_pairs = data.load("validation")
     if overwrite and run.root.exists() and chief:
-        shutil.rmtree(run.root)
+        clear_run_dir(run.root)  # under the run's lock, which stays
     tokenizers = prepare_tokenizers(
         run, train_pairs, data, train_config, reuse=chief or had_tokenizers, save=chief
     )

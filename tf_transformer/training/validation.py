@@ -12,21 +12,20 @@ evaluation in `checkpoints/best/` and counts the evaluations since (`patience`).
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
-import tempfile
 import time
 from collections.abc import Sequence
 
 import tensorflow as tf
 
+from tf_transformer.atomic_files import write_json
 from tf_transformer.config import TrainConfig
 from tf_transformer.inference.evaluate import Scores, evaluate
 from tf_transformer.inference.translator import Translator
 from tf_transformer.run_dir import RunDir
+from tf_transformer.training.checkpoints import save_model_checkpoint
 from tf_transformer.training.mixed_precision import build_model
 from tf_transformer.training.summaries import write_scalar
-from tf_transformer.weights import model_checkpoint
 
 # Sample translations written to TensorBoard at each evaluation: the first pairs of the subset.
 NUM_SAMPLES = 3
@@ -112,10 +111,7 @@ class BestCheckpoint:
           "evaluations_since"}` (and `"source"`) of the best evaluation so far.
         """
         if self.is_better(scores):
-            manager = tf.train.CheckpointManager(
-                model_checkpoint(model), str(self.run.best_path), max_to_keep=1
-            )
-            path = manager.save(checkpoint_number=step)
+            path = save_model_checkpoint(model, self.run.best_path, step)
             self.record = {
                 "step": int(step),
                 "bleu": scores.bleu,
@@ -138,10 +134,7 @@ class BestCheckpoint:
 
     def _write_record(self) -> None:
         """Writes best.json atomically (a crash leaves the old record or the new one)."""
-        fd, tmp = tempfile.mkstemp(dir=self.run.best_path, prefix=".best.", suffix=".json")
-        with os.fdopen(fd, "w") as f:
-            json.dump(self.record, f, indent=2, sort_keys=True)
-        os.replace(tmp, self.run.best_record_path)
+        write_json(self.run.best_record_path, self.record)
 
 
 class Validator:

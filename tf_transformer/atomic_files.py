@@ -1,0 +1,116 @@
+"""Writing a run's files so that a failed write (a full disk, a file-size limit, an I/O error)
+leaves the old file or the new one, never half of one, and says so in one line.
+
+Each writer writes under a temporary name beside the target, then renames it into place:
+a rename within one directory is atomic, so readers (and TF Serving, which loads only
+numbered version directories) see the target whole or not at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tf_transformer.errors import TransformerError
+
+
+class WriteError(OSError, TransformerError):
+    """A file of the run could not be written; what was there before is intact."""
+
+
+def _write_errors() -> tuple[type[BaseException], ...]:
+    """OSError, and TensorFlow's errors when TensorFlow is loaded (its writers raise those)."""
+    tf = sys.modules.get("tensorflow")
+    return (OSError,) if tf is None else (OSError, tf.errors.OpError)
+
+
+def reason(error: BaseException) -> str:
+    """The short cause of a write error: "No space left on device", "File too large"."""
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    text = (getattr(error, "message", None) or str(error)).strip()
+    text = text.split(" [Op:")[0]  # TensorFlow's op name and its path: the cause is last
+    return text.rsplit("; ", 1)[-1] or type(error).__name__
+
+
+@contextlib.contextmanager
+def reporting_write_errors(what: str, kept: str):
+    """Turns a write error inside into a `WriteError`: "cannot write WHAT: CAUSE; KEPT"."""
+    try:
+        yield
+    except WriteError:
+        raise
+    except _write_errors() as error:
+        raise WriteError(f"cannot write {what}: {reason(error)}; {kept}") from error
+
+
+def write_json(path: str | Path, data: Any) -> None:
+    """Writes `data` as JSON to `path` atomically (the old file stays until the new is whole).
+
+    Raises:
+      WriteError: the file could not be written; the old one is untouched.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with reporting_write_errors(str(path), f"{path.name} is as it was"):
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(data, f, indent=2, sort_keys=True)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+
+
+def write_directory(path: str | Path, save: Callable[[str], None], *, replace: bool) -> Path:
+    """Writes a directory atomically: `save(tmp)` into a temporary directory beside `path`, then
+    a rename into place.
+
+    Args:
+      path: the directory to write.
+      save: writes the contents into the directory it is given.
+      replace: replace an existing `path` (renamed aside, removed once the new one is in
+        place); otherwise an existing `path` is an error.
+
+    Raises:
+      WriteError: a write failed; `path` is as it was and nothing else is left.
+      FileExistsError: `path` exists (or appeared while saving) and not `replace`.
+    """
+    path = Path(path)
+    kept = f"{path} is as it was" if path.exists() else f"nothing was left at {path}"
+    tmp = None
+    try:
+        with reporting_write_errors(str(path), kept):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+            save(str(tmp))
+            if not path.exists():
+                os.rename(tmp, path)
+            elif not replace:
+                raise FileExistsError(f"{path} appeared while writing; not overwritten.")
+            else:
+                _swap(tmp, path)
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return path
+
+
+def _swap(new: Path, path: Path) -> None:
+    """Puts directory `new` at `path`, whose old contents are removed once `new` is there."""
+    aside = path.with_name(f".{path.name}.old-{os.getpid()}")
+    os.rename(path, aside)
+    try:
+        os.rename(new, path)
+    except OSError:
+        os.rename(aside, path)
+        raise
+    shutil.rmtree(aside, ignore_errors=True)
