@@ -48,6 +48,7 @@ sys.path.insert(0, str(REPO))
 from json_figures import add_json_flags, write_json
 
 from tf_transformer.config import PRESETS, TRAIN_PRESETS, DecodeConfig
+from tf_transformer.errors import TransformerError
 
 DATA = REPO.parent / "shared" / "data"
 TRAIN_CORPORA = ("tatoeba_pt_en", "crioleset")
@@ -199,7 +200,7 @@ def evaluate_run(args, root: Path) -> dict:
     run = RunDir(args.run_dir)
     try:  # --checkpoint, else best > averaged > latest (RunDir.checkpoint's order)
         checkpoint, prefix = run.checkpoint(args.checkpoint)
-    except FileNotFoundError as error:
+    except (FileNotFoundError, TransformerError) as error:  # none, or none whole
         sys.exit(f"error: {error}")
     if checkpoint == "given":
         checkpoint = Path(prefix).name

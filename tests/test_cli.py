@@ -83,12 +83,12 @@ def test_export_and_translate_server_agree_on_the_model_name(tmp_path, monkeypat
 
     monkeypatch.setattr(tf_transformer.inference.export, "export_run_dir", export_run_dir)
     monkeypatch.chdir(tmp_path)
-    # A run directory with one checkpoint (empty files): export says which checkpoint it reads.
+    # A run directory with one checkpoint (of one variable): export says which checkpoint it reads.
+    import tensorflow as tf
+
     checkpoints = tmp_path / "runs" / "sample" / "checkpoints"
-    checkpoints.mkdir(parents=True)
+    tf.train.CheckpointManager(tf.train.Checkpoint(v=tf.Variable(1.0)), str(checkpoints), 1).save()
     (checkpoints.parent / "config.json").write_text("{}")
-    (checkpoints / "checkpoint").write_text('model_checkpoint_path: "ckpt-1"\n')
-    (checkpoints / "ckpt-1.index").write_bytes(b"")
     assert main(["export", "runs/sample"]) == 0
     assert exported == [Path("saved_models") / DEFAULT_MODEL_NAME]
     out = capsys.readouterr().out

@@ -45,7 +45,10 @@ class TrainState(tf.Module):
 
 def sync_checkpoint_files(prefix: str) -> None:
     """Flushes a written checkpoint's files, and the folder that names them, to the disk."""
-    for path in [prefix + ".index", *map(str, Path(prefix).parent.glob(Path(prefix).name + ".data-*"))]:
+    for path in [
+        prefix + ".index",
+        *map(str, Path(prefix).parent.glob(Path(prefix).name + ".data-*")),
+    ]:
         _fsync(path, os.O_RDONLY)
     _fsync(os.path.dirname(prefix) or ".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
 
@@ -233,4 +236,3 @@ def average_checkpoints(
     # A new number each time: the previous average stays until this one is whole.
     numbers = [checkpoint_number(p) for p in checkpoint_candidates(output_dir)]
     return save_model_checkpoint(model, output_dir, max(numbers, default=0) + 1)
-

@@ -12,6 +12,8 @@ import time
 import warnings
 from pathlib import Path
 
+from typing_extensions import Self  # typing.Self needs Python 3.11
+
 from tf_transformer.errors import TransformerError, TransformerWarning
 
 LOCK_NAME = "train.lock"
@@ -90,7 +92,7 @@ class RunLock:
             except OSError:
                 pass  # not empty: the run wrote something
 
-    def __enter__(self) -> RunLock:
+    def __enter__(self) -> Self:
         self.acquire()
         return self
 

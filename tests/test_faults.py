@@ -1,0 +1,371 @@
+"""Faults a run survives, made for real on a tiny run: torn checkpoints (truncated, emptied),
+a full disk (a file-size limit, `RLIMIT_FSIZE`, in a child process), two trainers on one run.
+
+Every CLI answer is one line on stderr (a warning that names what was passed over, or an error
+with exit 2), never a traceback; what was there before stays whole and loadable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import tensorflow as tf
+
+from tf_transformer import cli
+from tf_transformer.atomic_files import WriteError
+from tf_transformer.checkpoint_files import TornCheckpointError, checkpoint_problem
+from tf_transformer.errors import TransformerWarning
+from tf_transformer.run_dir import RunDir
+from tf_transformer.training.run_lock import RunLock, RunLockedError
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> Path:
+    """A tiny run trained by the CLI: checkpoints/ckpt-2 and ckpt-4, averaged/ (of both), and
+    best/ (a copy of averaged/; the folders' state files hold relative paths)."""
+    from tf_transformer.data.sample import sample_pairs
+
+    root = tmp_path_factory.mktemp("faults")
+    corpus = root / "four.tsv"
+    corpus.write_text("".join(f"{pt}\t{en}\n" for pt, en in sample_pairs("train")[:4]))
+    run_dir = root / "run"
+    flags = ["--preset", "tiny", "--max-steps", "4", "--checkpoint-every", "2"]
+    code = cli.main(
+        ["train", "--dataset", str(corpus), *flags, "--average-last", "2"]
+        + ["--run-dir", str(run_dir), "--quiet"]
+    )
+    assert code == 0
+    run = RunDir(run_dir)
+    shutil.copytree(run.averaged_path, run.best_path)
+    return run_dir
+
+
+@pytest.fixture
+def run(trained, tmp_path) -> RunDir:
+    """A copy of the trained run, to damage."""
+    return RunDir(shutil.copytree(trained, tmp_path / "run"))
+
+
+def _cut(path: Path, size: int) -> None:
+    with open(path, "r+b") as f:
+        f.truncate(size)
+
+
+def _data(prefix) -> Path:
+    return Path(f"{prefix}.data-00000-of-00001")
+
+
+def _index(prefix) -> Path:
+    return Path(f"{prefix}.index")
+
+
+DAMAGE = {
+    "data cut to 1000 bytes": lambda p: _cut(_data(p), 1000),
+    "data cut by one byte": lambda p: _cut(_data(p), _data(p).stat().st_size - 1),
+    "data empty": lambda p: _cut(_data(p), 0),
+    "index empty": lambda p: _cut(_index(p), 0),
+    "index cut in half": lambda p: _cut(_index(p), _index(p).stat().st_size // 2),
+    "data missing": lambda p: _data(p).unlink(),
+}
+
+
+def _cli(capsys, *args) -> tuple[int, str, list[str]]:
+    """`(exit code, stdout, stderr lines)` of the CLI run in process."""
+    code = cli.main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err.splitlines()
+
+
+def _child(*args, file_size: int | None = None) -> tuple[int, list[str]]:
+    """`(exit code, the CLI's own stderr lines)` of the CLI in a child process whose files
+    may not grow past `file_size` bytes (writes past it fail with EFBIG, as on a full disk)."""
+
+    def limit():
+        if file_size is not None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
+
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    command = [sys.executable, "-m", "tf_transformer.cli", *map(str, args)]
+    done = subprocess.run(
+        command, preexec_fn=limit, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.returncode, [line for line in done.stderr.splitlines() if "tf-transformer" in line]
+
+
+# Torn checkpoints.
+
+
+@pytest.mark.parametrize("damage", DAMAGE, ids=list(DAMAGE))
+def test_a_torn_latest_checkpoint_is_passed_over_for_the_one_before(run, damage):
+    torn = run.checkpoints_path / "ckpt-4"
+    assert checkpoint_problem(torn) is None
+    DAMAGE[damage](torn)
+    assert checkpoint_problem(torn) is not None
+    assert run.latest_checkpoint() == str(torn)  # the state file still names it
+    with pytest.warns(TransformerWarning, match=f"{torn} is torn") as caught:
+        assert run.checkpoint("latest") == ("latest", str(run.checkpoints_path / "ckpt-2"))
+    assert len(caught) == 1 and str(run.checkpoints_path / "ckpt-2") in str(caught[0].message)
+
+
+def test_translate_and_resume_use_the_newest_whole_checkpoint(run, capsys):
+    torn, whole = run.checkpoints_path / "ckpt-4", run.checkpoints_path / "ckpt-2"
+    _cut(_data(torn), 1000)  # the issue's case
+    decode = ["--beam-size", "1", "--max-length", "4"]
+    code, out, err = _cli(
+        capsys, "translate", run.root, "o gato .", "--checkpoint", "latest", *decode
+    )
+    assert code == 0 and len(out.splitlines()) == 1
+    assert err[0].startswith(f"tf-transformer translate: warning: {torn} is torn (")
+    assert err[0].endswith(f"; using the latest checkpoint {whole}")
+    assert err[1:] == [f"latest checkpoint: {whole}"]
+
+    code, out, err = _cli(
+        capsys, "train", "--resume", "--run-dir", run.root, "--max-steps", "6", "--quiet"
+    )
+    assert code == 0 and "trained to step 6" in out
+    assert len(err) == 1 and err[0].startswith(f"tf-transformer train: warning: {torn} is torn")
+    assert err[0].endswith(f"resuming from {whole}, the newest whole one")
+    # Resumed from step 2: step 4 was trained again and saved whole over the torn one.
+    assert checkpoint_problem(torn) is None
+    assert (
+        tf.train.load_checkpoint(str(torn)).get_tensor("state/step/.ATTRIBUTES/VARIABLE_VALUE") == 4
+    )
+
+
+def test_no_whole_checkpoint_is_one_error_line(run, capsys):
+    for prefix in ("ckpt-2", "ckpt-4"):
+        _cut(_data(run.checkpoints_path / prefix), 0)
+    shutil.rmtree(run.best_path)
+    _cut(_index(run.averaged_path / "ckpt-1"), 0)
+    code, _, err = _cli(capsys, "translate", run.root, "o gato .")
+    assert code == 2 and len(err) == 1
+    assert err[0].startswith(
+        f"tf-transformer translate: error: no whole checkpoint in {run.checkpoints_path}"
+    )
+    code, _, err = _cli(capsys, "evaluate", run.root, "--limit", "1", "--quiet")
+    assert code == 2 and len(err) == 1 and "no whole checkpoint" in err[0]
+    code, _, err = _cli(capsys, "train", "--resume", "--run-dir", run.root, "--max-steps", "6")
+    assert code == 2 and len(err) == 1
+    assert err[0].startswith(
+        f"tf-transformer train: error: no whole checkpoint in {run.checkpoints_path}"
+    )
+    assert err[0].endswith("Start over with --overwrite.")
+
+
+def test_best_then_averaged_then_latest_each_passed_over_when_torn_or_missing(run):
+    best, averaged = run.best_path / "ckpt-1", run.averaged_path / "ckpt-1"
+    latest = str(run.checkpoints_path / "ckpt-4")
+    assert run.checkpoint() == ("best", str(best))
+    _cut(_data(best), 1000)
+    with pytest.warns(TransformerWarning, match=f"{best} is torn .*; using the averaged"):
+        assert run.checkpoint() == ("averaged", str(averaged))
+    with pytest.warns(TransformerWarning, match=f"{best} is torn .*; using the averaged"):
+        assert run.checkpoint("best") == ("averaged", str(averaged))
+    shutil.rmtree(run.best_path)
+    assert run.checkpoint() == ("averaged", str(averaged))  # no best/: nothing to say
+    message = f"there is no best checkpoint in {run.best_path}; using the averaged"
+    with pytest.warns(TransformerWarning, match=message):
+        assert run.checkpoint("best") == ("averaged", str(averaged))
+    _cut(_index(averaged), 0)
+    with pytest.warns(
+        TransformerWarning, match=f"{averaged} is torn .*; using the latest checkpoint {latest}"
+    ):
+        assert run.checkpoint("averaged") == ("latest", latest)
+
+
+def test_evaluate_says_which_checkpoint_replaced_a_torn_average(run, capsys):
+    averaged = run.averaged_path / "ckpt-1"
+    _cut(_data(averaged), 1000)
+    args = ["--checkpoint", "averaged", "--limit", "1", "--beam-size", "1", "--max-length", "4"]
+    code, out, err = _cli(capsys, "evaluate", run.root, *args, "--quiet")
+    assert code == 0 and "BLEU" in out
+    latest = run.checkpoints_path / "ckpt-4"
+    assert err == [
+        (
+            f"tf-transformer evaluate: warning: {averaged} is torn (its data is unreadable: Read "
+            f"less bytes than requested); using the latest checkpoint {latest}"
+        )
+    ]
+
+
+def test_a_given_torn_checkpoint_is_an_error(run):
+    torn = str(run.checkpoints_path / "ckpt-4")
+    _cut(_index(torn), 0)
+    with pytest.raises(
+        TornCheckpointError, match=f"cannot read the checkpoint {torn}: its index file"
+    ):
+        run.checkpoint(torn)
+
+
+# A full disk: writes past a file-size limit fail in a child process.
+
+
+def test_a_failed_checkpoint_save_keeps_the_previous_one(run, capsys):
+    state = (run.checkpoints_path / "checkpoint").read_text()
+    before = sorted(p.name for p in run.checkpoints_path.iterdir())
+    size = _data(run.checkpoints_path / "ckpt-4").stat().st_size
+    code, err = _child(
+        "train", "--resume", "--run-dir", run.root, "--max-steps", "8", "--checkpoint-every", "1",
+        "--quiet", file_size=size // 2,
+    )  # fmt: skip
+    assert code == 2 and len(err) == 1, err
+    assert err[0] == (
+        f"tf-transformer train: error: cannot write the checkpoint {run.checkpoints_path}/ckpt-4: "
+        f"File too large; the latest is still {run.checkpoints_path}/ckpt-4. Free some disk "
+        "space, then continue with --resume."
+    ), err
+    assert (run.checkpoints_path / "checkpoint").read_text() == state
+    assert sorted(p.name for p in run.checkpoints_path.iterdir()) == before  # no ckpt-4_temp/
+    code, out, _ = _cli(
+        capsys, "translate", run.root, "o gato .", "--checkpoint", "latest", "--max-length", "4"
+    )
+    assert code == 0 and out.strip()
+
+
+@contextlib.contextmanager
+def file_size_limit(size: int):
+    """Files of this process may not grow past `size` bytes while inside (a write past it fails
+    with EFBIG: Python ignores SIGXFSZ); the limit is lifted on the way out."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+
+
+def test_failed_config_and_tokenizers_writes_keep_the_old_files(run):
+    from tf_transformer.data.sample import sample_pairs
+    from tf_transformer.text.tokenizers import build_tokenizers
+
+    config = run.config_path.read_bytes()
+    tokenizers = {p: p.read_bytes() for p in run.tokenizers_path.rglob("*") if p.is_file()}
+    pairs = tf.data.Dataset.from_tensor_slices(tuple(map(list, zip(*sample_pairs("train")[:4]))))
+    new = build_tokenizers(pairs, vocab_size=100)
+    with file_size_limit(1000), pytest.raises(WriteError) as error:
+        run.write_config({**run.read_config(), "note": "x" * 1000})
+    assert (
+        str(error.value)
+        == f"cannot write {run.config_path}: File too large; config.json is as it was"
+    )
+    with file_size_limit(20_000), pytest.raises(WriteError) as error:
+        new.save(run.tokenizers_path)
+    assert (
+        str(error.value)
+        == f"cannot write {run.tokenizers_path}: File too large; {run.tokenizers_path} is as it was"
+    )
+    assert run.config_path.read_bytes() == config
+    assert {p: p.read_bytes() for p in run.tokenizers_path.rglob("*") if p.is_file()} == tokenizers
+    assert sorted(p.name for p in run.root.iterdir()) == [
+        "checkpoints",
+        "config.json",
+        "logs",
+        "tokenizers",
+    ]
+
+
+def test_a_failed_export_leaves_no_version_and_the_earlier_one_loads(run, capsys, tmp_path):
+    base = tmp_path / "saved" / "t"
+    earlier = tf.Module()
+    earlier.f = tf.function(lambda: tf.constant(1), input_signature=[])
+    tf.saved_model.save(earlier, str(base / "1"))
+    torn = run.checkpoints_path / "ckpt-4"
+    _cut(_index(torn), 0)
+    with file_size_limit(100_000):
+        code, _, err = _cli(capsys, "export", run.root, "--checkpoint", "latest", "--out", base)
+    assert code == 2 and err == [
+        (
+            f"tf-transformer export: warning: {torn} is torn (its index file ckpt-4.index is "
+            f"empty); using the latest checkpoint {run.checkpoints_path / 'ckpt-2'}"
+        ),
+        (
+            f"tf-transformer export: error: cannot write {base / '2'}: File too large; nothing "
+            f"was left at {base / '2'}"
+        ),
+    ]
+    assert [p.name for p in base.iterdir()] == ["1"]  # no version 2, no temporary directory
+    assert int(tf.saved_model.load(str(base / "1")).f()) == 1
+
+
+# Two trainers on one run.
+
+
+def _lock_holder(run: RunDir) -> int | None:
+    try:
+        return json.loads((run.root / "train.lock").read_text())["pid"]
+    except (FileNotFoundError, ValueError, KeyError):
+        return None
+
+
+def test_a_second_trainer_is_refused_and_a_killed_ones_lock_taken_over(run, capsys):
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    command = [sys.executable, "-m", "tf_transformer.cli", "train", "--resume"]
+    first = subprocess.Popen(
+        [*command, "--run-dir", str(run.root), "--max-steps", "100000", "--quiet"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while _lock_holder(run) != first.pid:
+            assert first.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        code, _, err = _cli(capsys, "train", "--resume", "--run-dir", run.root, "--max-steps", "6")
+        assert code == 2 and len(err) == 1
+        assert err[0].startswith(
+            f"tf-transformer train: error: {run.root} is being trained by process {first.pid} on "
+        )
+        code, _, err = _cli(
+            capsys, "train", "--overwrite", "--run-dir", run.root, "--preset", "tiny"
+        )
+        assert code == 2 and f"process {first.pid}" in err[0]
+        assert run.config_path.is_file()  # --overwrite was refused before it deleted anything
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    assert _lock_holder(run) == first.pid  # a killed process cannot remove its lock file
+    message = f"taking over the lock {run.root / 'train.lock'} of process {first.pid} on "
+    with pytest.warns(TransformerWarning, match=message), RunLock(run.root):
+        assert _lock_holder(run) == os.getpid()
+    assert not (run.root / "train.lock").exists()  # released: removed
+
+
+def test_a_lock_is_refused_while_held_and_removes_a_run_dir_it_made(tmp_path):
+    refused = pytest.raises(RunLockedError, match=f"being trained by process {os.getpid()} on ")
+    with RunLock(tmp_path / "new"), refused:
+        RunLock(tmp_path / "new").acquire()  # another open file description: refused
+    assert not (tmp_path / "new").exists()
+
+
+# Saving.
+
+
+def test_the_state_file_names_a_checkpoint_only_once_its_files_are_whole(tmp_path):
+    from tf_transformer.training.checkpoints import CheckpointManager
+
+    folder = tmp_path / "ckpts"
+    manager = CheckpointManager(tf.train.Checkpoint(v=tf.Variable(tf.ones(1000))), str(folder), 3)
+    first = manager.save(checkpoint_number=1)
+    seen = []
+
+    def when_written(prefix):  # runs where the fsync runs: before the state file is written
+        seen.append((tf.train.latest_checkpoint(str(folder)), checkpoint_problem(prefix)))
+
+    options = tf.train.CheckpointOptions(experimental_write_callbacks=[when_written])
+    second = manager.save(checkpoint_number=2, options=options)
+    assert seen == [(first, None)]
+    assert tf.train.latest_checkpoint(str(folder)) == second
