@@ -20,6 +20,8 @@ FORBIDDEN = {
     "training": ("commands", "cli"),
     "run_dir": ("training", "commands"),
     "weights": ("training", "inference", "commands"),
+    "checkpoint_files": ("training", "inference", "commands"),
+    "atomic_files": ("training", "inference", "commands", "text", "data"),
 }
 
 

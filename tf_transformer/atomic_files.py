@@ -25,10 +25,25 @@ class WriteError(OSError, TransformerError):
     """A file of the run could not be written; what was there before is intact."""
 
 
-def _write_errors() -> tuple[type[BaseException], ...]:
-    """OSError, and TensorFlow's errors when TensorFlow is loaded (its writers raise those)."""
+def write_errors() -> tuple[type[BaseException], ...]:
+    """What a failed write raises: OSError, and once TensorFlow is loaded the errors its file
+    system gives for an errno (ENOSPC: ResourceExhausted, EFBIG: OutOfRange, EACCES/EROFS:
+    PermissionDenied, as seen here); not the ones that mean a bug (InvalidArgument, Internal)."""
     tf = sys.modules.get("tensorflow")
-    return (OSError,) if tf is None else (OSError, tf.errors.OpError)
+    if tf is None:
+        return (OSError,)
+    errors = tf.errors
+    return (
+        OSError,
+        errors.ResourceExhaustedError,
+        errors.OutOfRangeError,
+        errors.PermissionDeniedError,
+        errors.FailedPreconditionError,
+        errors.NotFoundError,
+        errors.DataLossError,
+        errors.UnavailableError,
+        errors.UnknownError,
+    )
 
 
 def reason(error: BaseException) -> str:
@@ -47,7 +62,7 @@ def reporting_write_errors(what: str, kept: str):
         yield
     except WriteError:
         raise
-    except _write_errors() as error:
+    except write_errors() as error:
         raise WriteError(f"cannot write {what}: {reason(error)}; {kept}") from error
 
 

@@ -134,21 +134,23 @@ class RunDir:
             if problem is not None:
                 raise TornCheckpointError(f"cannot read the checkpoint {which}: {problem}.")
             return "given", which
-        notes: list[str] = []
+        notes: list[str] = []  # what was passed over, in order
+        torn = 0
         for name in CHECKPOINT_NAMES[CHECKPOINT_NAMES.index(which or "best") :]:
             folder = self.checkpoint_folder(name)
-            skipped = len(notes)
+            before = len(notes)
             path = newest_intact(folder, notes)
+            torn += len(notes) - before
             if path is not None:
                 report_fallback(notes, f"using the {name} checkpoint {path}")
                 return name, path
-            if name == which and len(notes) == skipped:
+            if name == which and len(notes) == before:
                 notes.append(f"there is no {name} checkpoint in {folder}")
-        if not any("torn" in note for note in notes):
+        if not torn:
             raise FileNotFoundError(f"No checkpoint in {self.checkpoints_path}.")
         raise TornCheckpointError(
-            f"no whole checkpoint in {self.checkpoints_path}: {'; '.join(notes)}. Train again "
-            "(--resume continues from the newest whole one, --overwrite starts over)."
+            f"no whole checkpoint in {self.checkpoints_path}: {'; '.join(notes)}. Train the run "
+            "again (--overwrite)."
         )
 
     def best_record(self) -> dict[str, Any] | None:

@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 from typing_extensions import Self  # typing.Self needs Python 3.11
 
-from tf_transformer.atomic_files import WriteError, reason
+from tf_transformer.atomic_files import WriteError, reason, write_errors
 from tf_transformer.checkpoint_files import (
     TornCheckpointError,
     checkpoint_candidates,
@@ -44,7 +44,10 @@ class TrainState(tf.Module):
 
 
 def sync_checkpoint_files(prefix: str) -> None:
-    """Flushes a written checkpoint's files, and the folder that names them, to the disk."""
+    """Flushes a written checkpoint's files, and the folder that names them, to the disk (local
+    files only: an object store such as gs:// has no fsync and commits each object whole)."""
+    if "://" in prefix:
+        return
     for path in [
         prefix + ".index",
         *map(str, Path(prefix).parent.glob(Path(prefix).name + ".data-*")),
@@ -102,7 +105,7 @@ class CheckpointManager(tf.train.CheckpointManager):
         previous = self.latest_checkpoint
         try:
             return super().save(checkpoint_number, check_interval, options)
-        except (OSError, tf.errors.OpError) as error:
+        except write_errors() as error:
             shutil.rmtree(prefix + "_temp", ignore_errors=True)
             if prefix not in self.checkpoints:  # files of a checkpoint no state file names
                 for path in Path(prefix).parent.glob(Path(prefix).name + ".*"):

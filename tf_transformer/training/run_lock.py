@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import functools
 import json
@@ -50,6 +51,7 @@ class RunLock:
         """Takes the lock, or raises `RunLockedError` at once naming the process holding it."""
         self._made_root = not self.root.exists()
         self.root.mkdir(parents=True, exist_ok=True)
+        self._found = os.stat(self.root)
         while True:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             try:
@@ -78,19 +80,23 @@ class RunLock:
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(record).encode(), 0)
         self._fd = fd
+        self._locked_mtime = os.stat(self.root).st_mtime_ns
 
     def release(self) -> None:
-        """Removes the lock file (and the run directory, if it made it and it stayed empty)."""
+        """Removes the lock file. A run directory the lock made and nothing else wrote is
+        removed; one it found and nothing else changed gets its timestamps back, so a command
+        that failed before writing (bad data) leaves the run directory as it found it."""
         if self._fd is None:
             return
+        untouched = os.stat(self.root).st_mtime_ns == self._locked_mtime
         self.path.unlink(missing_ok=True)  # while still holding it: see `acquire`
         os.close(self._fd)
         self._fd = None
         if self._made_root:
-            try:
+            with contextlib.suppress(OSError):  # not empty: the run wrote something
                 self.root.rmdir()
-            except OSError:
-                pass  # not empty: the run wrote something
+        elif untouched:
+            os.utime(self.root, ns=(self._found.st_atime_ns, self._found.st_mtime_ns))
 
     def __enter__(self) -> Self:
         self.acquire()
