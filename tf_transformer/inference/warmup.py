@@ -6,10 +6,8 @@ XLA compilation) happens at load and not on a user's first request. The file is 
 ``tensorflow.serving.PredictionLog`` protos, at most 1,000 records; a record that fails fails
 the load (tensorflow_serving/servables/tensorflow/saved_model_warmup_util.cc).
 
-The messages are built here from the field numbers of tensorflow_serving/apis/model.proto,
-predict.proto and prediction_log.proto (only the fields a warm-up request uses), in a private
-descriptor pool: writing and reading the file needs no ``tensorflow-serving-api``, and does not
-clash with it when both are imported. The bytes are the same as that package writes.
+The records are `tensorflow-serving-api`'s own `PredictionLog` messages, so the file holds
+exactly what TF Serving parses.
 
 Example:
     >>> write_warmup_requests("saved_models/transformer/1", "transformer",
@@ -20,16 +18,13 @@ Example:
 
 from __future__ import annotations
 
-import functools
-import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 import tensorflow as tf
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from tensorflow.core.framework import tensor_pb2
+from tensorflow_serving.apis import prediction_log_pb2
 
 WARMUP_DIR = "assets.extra"  # TF's kSavedModelAssetsExtraDirectory
 WARMUP_FILE = "tf_serving_warmup_requests"  # TF Serving's WarmupConsts::kRequestsFileName
@@ -37,8 +32,6 @@ MAX_RECORDS = 1000  # TF Serving's WarmupConsts::kMaxNumRecords
 
 # Words that most WordPiece vocabularies hold as one token (single characters always are).
 _ONE_TOKEN_WORDS = ("a", ".", "x", "o")
-_PACKAGE = "tensorflow.serving"
-_F = descriptor_pb2.FieldDescriptorProto
 
 
 class WarmupRequest(NamedTuple):
@@ -48,99 +41,16 @@ class WarmupRequest(NamedTuple):
     inputs: dict[str, np.ndarray]
 
 
-def _field(name: str, number: int, kind: int, type_name: str = "", repeated: bool = False):
-    label = _F.LABEL_REPEATED if repeated else _F.LABEL_OPTIONAL
-    field = _F(name=name, number=number, type=kind, label=label)
-    if type_name:  # an empty type_name still counts as set, and scalars must not have one
-        field.type_name = type_name
-    return field
-
-
-def _message(name: str, *fields, nested=(), options=None) -> descriptor_pb2.DescriptorProto:
-    return descriptor_pb2.DescriptorProto(
-        name=name, field=list(fields), nested_type=list(nested), options=options
-    )
-
-
-def _file_protos(file_descriptor, seen: set[str]) -> list[descriptor_pb2.FileDescriptorProto]:
-    """`file_descriptor` and everything it imports, dependencies first."""
-    protos = []
-    for dependency in file_descriptor.dependencies:
-        protos += _file_protos(dependency, seen)
-    if file_descriptor.name not in seen:
-        seen.add(file_descriptor.name)
-        proto = descriptor_pb2.FileDescriptorProto()
-        file_descriptor.CopyToProto(proto)
-        protos.append(proto)
-    return protos
-
-
-@functools.cache
-def prediction_log_classes() -> types.SimpleNamespace:
-    """The message classes `PredictionLog`, `PredictLog`, `PredictRequest`, `ModelSpec` and
-    `TensorProto` (tensorflow.serving / tensorflow), from a private descriptor pool."""
-    message = _F.TYPE_MESSAGE
-    model_spec = _message(
-        "ModelSpec",
-        _field("name", 1, _F.TYPE_STRING),
-        _field("signature_name", 3, _F.TYPE_STRING),
-    )
-    inputs_entry = _message(
-        "InputsEntry",
-        _field("key", 1, _F.TYPE_STRING),
-        _field("value", 2, message, ".tensorflow.TensorProto"),
-        options=descriptor_pb2.MessageOptions(map_entry=True),
-    )
-    predict_request = _message(
-        "PredictRequest",
-        _field("model_spec", 1, message, f".{_PACKAGE}.ModelSpec"),
-        _field("inputs", 2, message, f".{_PACKAGE}.PredictRequest.InputsEntry", repeated=True),
-        _field("output_filter", 3, _F.TYPE_STRING, repeated=True),
-        nested=[inputs_entry],
-    )
-    predict_log = _message(
-        "PredictLog", _field("request", 1, message, f".{_PACKAGE}.PredictRequest")
-    )
-    prediction_log = _message(
-        "PredictionLog", _field("predict_log", 6, message, f".{_PACKAGE}.PredictLog")
-    )
-    prediction_log.field[0].oneof_index = 0
-    prediction_log.oneof_decl.add(name="log_type")
-    warmup_file = descriptor_pb2.FileDescriptorProto(
-        name="tf_transformer/warmup/prediction_log.proto",
-        package=_PACKAGE,
-        syntax="proto3",
-        dependency=[tensor_pb2.DESCRIPTOR.name],
-        message_type=[model_spec, predict_request, predict_log, prediction_log],
-    )
-    pool = descriptor_pool.DescriptorPool()
-    for proto in [*_file_protos(tensor_pb2.DESCRIPTOR, set()), warmup_file]:
-        pool.Add(proto)
-    names = {
-        "PredictionLog": f"{_PACKAGE}.PredictionLog",
-        "PredictLog": f"{_PACKAGE}.PredictLog",
-        "PredictRequest": f"{_PACKAGE}.PredictRequest",
-        "ModelSpec": f"{_PACKAGE}.ModelSpec",
-        "TensorProto": "tensorflow.TensorProto",
-    }
-    return types.SimpleNamespace(
-        **{
-            key: message_factory.GetMessageClass(pool.FindMessageTypeByName(name))
-            for key, name in names.items()
-        }
-    )
-
-
-def prediction_log(request: WarmupRequest, model_name: str = ""):
+def prediction_log(
+    request: WarmupRequest, model_name: str = ""
+) -> prediction_log_pb2.PredictionLog:
     """The `PredictionLog` message of one request (a `predict_log` with its `PredictRequest`)."""
-    classes = prediction_log_classes()
-    log = classes.PredictionLog()
+    log = prediction_log_pb2.PredictionLog()
     predict = log.predict_log.request
     predict.model_spec.name = model_name
     predict.model_spec.signature_name = request.signature_name
     for name, value in request.inputs.items():
-        tensor = tf.make_tensor_proto(value)
-        predict.inputs[name].ParseFromString(tensor.SerializeToString())
+        predict.inputs[name].CopyFrom(tf.make_tensor_proto(value))
     return log
 
 
@@ -196,13 +106,9 @@ def write_warmup_requests(
 
 def read_warmup_requests(version_dir: str | Path) -> list[WarmupRequest]:
     """The requests of a version's warm-up file, parsed as `PredictionLog` records."""
-    classes = prediction_log_classes()
     requests = []
     for record in tf.data.TFRecordDataset(str(warmup_path(version_dir))).as_numpy_iterator():
-        request = classes.PredictionLog.FromString(record).predict_log.request
-        inputs = {
-            name: tf.make_ndarray(tensor_pb2.TensorProto.FromString(value.SerializeToString()))
-            for name, value in request.inputs.items()
-        }
+        request = prediction_log_pb2.PredictionLog.FromString(record).predict_log.request
+        inputs = {name: tf.make_ndarray(value) for name, value in request.inputs.items()}
         requests.append(WarmupRequest(request.model_spec.signature_name, inputs))
     return requests
