@@ -3,7 +3,8 @@
 The TF Serving binary cannot be installed here, so tests talk real HTTP to this server instead.
 It speaks the JSON of `tf_transformer.inference.serving` (the same functions the client uses) and answers
 like TF Serving: 200 with `predictions`/`outputs`, 400 with `{"error": ...}` for bad input, 404
-for an unknown model, version or path.
+for an unknown model, version or path. `ServedModel` (which model, which signature, running it)
+is shared with the gRPC stand-in, tests/predict_grpc_server.py.
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ from tf_transformer.inference.serving import make_response, parse_request
 _PREDICT = re.compile(r"^/v1/models/([^/:]+)(?:/versions/(\d+))?:predict$")
 
 
-class PredictServer:
-    """Serves `loaded` (a `tf.saved_model.load` result) as model `model_name`, version `version`.
+class ServedModel:
+    """`loaded` (a `tf.saved_model.load` result) served as model `model_name`, version `version`,
+    with TF Serving's messages for an unknown model, version or signature.
 
-    Use as a context manager; `url` is the base URL. `delay` (seconds) is slept before each
-    answer, to test client timeouts.
+    `delay` (seconds) is slept before each answer, to test client timeouts; `requests` counts
+    the requests received (from any number of server threads).
     """
 
     def __init__(self, loaded, model_name: str = "transformer", version: int = 1):
@@ -35,6 +37,43 @@ class PredictServer:
         self.version = version
         self.delay = 0.0
         self.requests = 0
+        self._lock = threading.Lock()
+
+    def received(self) -> None:
+        """Counts one request and sleeps `delay` (`+=` from several threads would lose counts)."""
+        with self._lock:
+            self.requests += 1
+        if self.delay:
+            time.sleep(self.delay)
+
+    def missing(self, name: str, version: int | str | None) -> str | None:
+        """TF Serving's message when it serves no model `name` (version `version`), else None."""
+        if name != self.model_name:
+            return f"Servable not found for request: Latest({name})"
+        if version is not None and int(version) != self.version:
+            return f"Servable not found for request: Specific({name}, {version})"
+        return None
+
+    def unknown_signature(self, signature: str) -> str | None:
+        """TF Serving's message when the SavedModel has no `signature`, else None."""
+        if signature not in self.loaded.signatures:
+            return f'Serving signature name: "{signature}" not found in signature def'
+        return None
+
+    def run(self, signature: str, sentences) -> dict:
+        """The signature's outputs (numpy) for a list or 1-D array of sentences."""
+        outputs = self.loaded.signatures[signature](sentences=tf.constant(sentences, tf.string))
+        return {k: v.numpy() for k, v in outputs.items()}
+
+
+class PredictServer(ServedModel):
+    """Serves `loaded` over REST as model `model_name`, version `version` (`ServedModel`).
+
+    Use as a context manager; `url` is the base URL.
+    """
+
+    def __init__(self, loaded, model_name: str = "transformer", version: int = 1):
+        super().__init__(loaded, model_name, version)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -55,10 +94,9 @@ class PredictServer:
 
     def predict(self, body: bytes, name: str, version: str | None) -> tuple[int, dict]:
         """The status and JSON answer for one `:predict` request."""
-        if name != self.model_name:
-            return 404, {"error": f"Servable not found for request: Latest({name})"}
-        if version is not None and int(version) != self.version:
-            return 404, {"error": f"Servable not found for request: Specific({name}, {version})"}
+        missing = self.missing(name, version)
+        if missing:
+            return 404, {"error": missing}
         try:
             payload = json.loads(body.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
@@ -67,23 +105,19 @@ class PredictServer:
             signature, sentences, form = parse_request(payload)
         except ValueError as error:
             return 400, {"error": str(error)}
-        if signature not in self.loaded.signatures:
-            return 400, {
-                "error": f'Serving signature name: "{signature}" not found in signature def'
-            }
-        outputs = self.loaded.signatures[signature](sentences=tf.constant(sentences, tf.string))
-        return 200, make_response({k: v.numpy() for k, v in outputs.items()}, form)
+        unknown = self.unknown_signature(signature)
+        if unknown:
+            return 400, {"error": unknown}
+        return 200, make_response(self.run(signature, sentences), form)
 
     def _handler(self):
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
-                server.requests += 1
                 match = _PREDICT.match(self.path)
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                if server.delay:
-                    time.sleep(server.delay)
+                server.received()
                 if match is None:
                     status, answer = 404, {"error": f"Malformed request: POST {self.path}"}
                 else:

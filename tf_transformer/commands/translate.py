@@ -58,7 +58,8 @@ def register(subparsers) -> None:
         "--server",
         metavar="URL",
         default=None,
-        help="Translate through TF Serving's REST API at URL (e.g. http://localhost:8501), with "
+        help="Translate through TF Serving at URL: REST (http://localhost:8501) or gRPC "
+        "(grpc://localhost:8500), with "
         "the export's beam size (--beam-size 1: its greedy signature).",
     )
     parser.add_argument(
@@ -126,7 +127,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def translate_with_server(args: argparse.Namespace) -> int:
-    """`--server URL`: the sentences go to TF Serving's `:predict` (`inference.serving`)."""
+    """`--server URL`: the sentences go to TF Serving's Predict, over REST or gRPC
+    (`inference.serving`, `inference.grpc_client`)."""
     from tf_transformer.inference.load import open_translator
     from tf_transformer.inference.serving import ServingError
 
@@ -152,7 +154,7 @@ def translate_with_server(args: argparse.Namespace) -> int:
             sys.stdout.flush()
     except ServingError as error:
         hint = ""
-        if error.status == 404 and "servable not found" in error.message.lower():
+        if error.not_found and "servable not found" in error.message.lower():
             hint = (
                 f" (asked for model {args.model_name!r}: pass --model-name NAME, the "
                 "--model_name given to tensorflow_model_server)"

@@ -1,8 +1,8 @@
 """One front door for translating: `open_translator(source)`.
 
 The source is a run directory, an exported SavedModel (a version directory or a model base
-path) or a TF Serving REST server (`http://host:8501`); each opens with the same
-`.translate(sentences)` and `.attention(sentence)`. Decoding settings are `DecodeConfig` fields;
+path) or a TF Serving server (REST `http://host:8501` or gRPC `grpc://host:8500`); each opens
+with the same `.translate(sentences)` and `.attention(sentence)`. Decoding settings are `DecodeConfig` fields;
 a backend that cannot honour one (a SavedModel decodes as it was exported) raises a
 `ValueError` that says what to do, instead of ignoring it.
 """
@@ -127,13 +127,13 @@ class SavedModelTranslator(_Exported):
 
 
 class ServerTranslator(_Exported):
-    """A model served by TF Serving's REST API (`tf_transformer.inference.serving`)."""
+    """A model served by TF Serving over REST or gRPC (`tf_transformer.inference.serving`)."""
 
     def __init__(self, url: str, model_name: str, changes: dict, batch_size: int):
         super().__init__(f"the served model {model_name!r}", None, changes, jit_compile=False)
-        from tf_transformer.inference.serving import ServingClient
+        from tf_transformer.inference.serving import serving_client
 
-        self.client = ServingClient(
+        self.client = serving_client(
             url, model_name, signature=self.signature, batch_size=batch_size
         )
         self.description = f"TF Serving {url}, model {model_name} (signature {self.signature})"
@@ -167,7 +167,7 @@ def open_translator(
 
     Args:
       source: a run directory, a SavedModel (version directory or base path: its highest
-        version), or an `http(s)://` TF Serving REST address.
+        version), or a TF Serving address: `http(s)://` (REST) or `grpc://host:port`.
       beam_size, length_penalty, max_source_tokens, max_new_tokens: `DecodeConfig` fields.
         A SavedModel or server takes `beam_size=1` (its `greedy` signature) or its export's
         beam size, and nothing else that differs from its export.
@@ -193,7 +193,7 @@ def open_translator(
     }
     config = DecodeConfig().replace(**{k: v for k, v in changes.items() if v is not None})
     text = str(source)
-    if text.startswith(("http://", "https://")):
+    if text.startswith(("http://", "https://", "grpc://")):
         if checkpoint is not None:
             raise ValueError("--checkpoint is for run directories; a server has one model.")
         return ServerTranslator(text, model_name, changes, batch_size)

@@ -24,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -37,17 +38,25 @@ FORMS = ("instances", "inputs")
 
 
 class ServingError(TransformerError):
-    """Any failure talking to the model server: unreachable, timed out, or a non-200 answer.
+    """Any failure talking to the model server: unreachable, timed out, or an error answer.
 
     Attributes:
-        status: the HTTP status of a non-200 answer, else None.
-        message: the server's `error` text (or a description of the failure).
+        status: the HTTP status of a non-200 REST answer, else None.
+        code: the gRPC status name of a failed gRPC call (e.g. "NOT_FOUND"), else None.
+        message: the server's error text (or a description of the failure).
     """
 
-    def __init__(self, message: str, status: int | None = None):
-        super().__init__(message if status is None else f"HTTP {status}: {message}")
+    def __init__(self, message: str, status: int | None = None, code: str | None = None):
+        prefix = f"HTTP {status}: " if status is not None else f"gRPC {code}: " if code else ""
+        super().__init__(prefix + message)
         self.status = status
+        self.code = code
         self.message = message
+
+    @property
+    def not_found(self) -> bool:
+        """The server does not know the model or version (REST 404, gRPC NOT_FOUND)."""
+        return self.status == 404 or self.code == "NOT_FOUND"
 
 
 def predict_path(model_name: str, version: int | None = None) -> str:
@@ -170,18 +179,68 @@ def _batches(items: Sequence[str], size: int) -> Iterable[Sequence[str]]:
         yield items[start : start + size]
 
 
-class ServingClient:
-    """Translates through TF Serving's REST API (`:predict`), in batches.
+class BatchingClient:
+    """What the REST and gRPC clients share: the model they ask for, and batching.
+
+    A subclass sends one batch with `_predict_batch(sentences) -> rows`.
 
     Args:
-        url: the server's base URL, e.g. ``http://localhost:8501``.
         model_name: the served model's name (`--model_name` of the server).
         version: a fixed model version; None for the server's latest.
         signature: `serving_default` (beam search) or `greedy`.
-        form: "instances" (row) or "inputs" (column) request format.
-        timeout: seconds to wait for each request (connection and answer).
+        timeout: seconds to wait for each request.
         batch_size: sentences per request.
-        session: an optional `requests.Session` (connection reuse, custom adapters).
+    """
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        version: int | None = None,
+        signature: str = "serving_default",
+        timeout: float = 30.0,
+        batch_size: int = 32,
+    ):
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be positive, got {batch_size}.")
+        self.model_name = model_name
+        self.version = version
+        self.signature = signature
+        self.timeout = timeout
+        self.batch_size = batch_size
+
+    def predict(self, sentences: Sequence[str]) -> list[dict[str, Any]]:
+        """All outputs (`translations`, `scores`, `tokens`), one dict per sentence."""
+        sentences = list(sentences)
+        rows: list[dict[str, Any]] = []
+        for batch in _batches(sentences, self.batch_size):
+            rows.extend(self._predict_batch(batch))
+        if len(rows) != len(sentences):
+            raise ServingError(f"Asked for {len(sentences)} translations, got {len(rows)}.")
+        return rows
+
+    def translate(self, sentences: Sequence[str]) -> list[str]:
+        """English translations of Portuguese `sentences`, in order."""
+        return [row["translations"] for row in self.predict(sentences)]
+
+    def _predict_batch(self, sentences: Sequence[str]) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+
+class ServingClient(BatchingClient):
+    """Translates through TF Serving's REST API (`:predict`), in batches.
+
+    For gRPC (``grpc://host:8500``) see `tf_transformer.inference.grpc_client`; `serving_client`
+    picks by the URL's scheme.
+
+    Args:
+        url: the server's base URL, e.g. ``http://localhost:8501``.
+        model_name, version, signature, timeout, batch_size: as `BatchingClient` (`timeout`
+            bounds the connection and the answer).
+        form: "instances" (row) or "inputs" (column) request format.
+        session: an optional `requests.Session` (connection reuse, custom adapters). Without
+            one, each thread gets its own: `requests` does not promise a shared session is
+            thread-safe.
     """
 
     def __init__(
@@ -196,38 +255,37 @@ class ServingClient:
         batch_size: int = 32,
         session: requests.Session | None = None,
     ):
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be positive, got {batch_size}.")
+        super().__init__(
+            model_name,
+            version=version,
+            signature=signature,
+            timeout=timeout,
+            batch_size=batch_size,
+        )
         if form not in FORMS:
             raise ValueError(f"form must be one of {FORMS}, got {form!r}.")
         self.url = url.rstrip("/")
         if "://" not in self.url:
             self.url = "http://" + self.url
-        self.model_name = model_name
-        self.version = version
-        self.signature = signature
         self.form = form
-        self.timeout = timeout
-        self.batch_size = batch_size
-        self.session = session or requests.Session()
+        self._session = session
+        self._local = threading.local()
+
+    @property
+    def session(self) -> requests.Session:
+        """The session given, or this thread's own."""
+        if self._session is not None:
+            return self._session
+        if not hasattr(self._local, "session"):
+            self._local.session = requests.Session()
+        return self._local.session
 
     @property
     def predict_url(self) -> str:
         return self.url + predict_path(self.model_name, self.version)
 
-    def predict(self, sentences: Sequence[str]) -> list[dict[str, Any]]:
-        """All outputs (`translations`, `scores`, `tokens`), one dict per sentence."""
-        sentences = list(sentences)
-        rows: list[dict[str, Any]] = []
-        for batch in _batches(sentences, self.batch_size):
-            rows.extend(self._post(make_request(batch, self.signature, self.form)))
-        if len(rows) != len(sentences):
-            raise ServingError(f"Asked for {len(sentences)} translations, got {len(rows)}.")
-        return rows
-
-    def translate(self, sentences: Sequence[str]) -> list[str]:
-        """English translations of Portuguese `sentences`, in order."""
-        return [row["translations"] for row in self.predict(sentences)]
+    def _predict_batch(self, sentences: Sequence[str]) -> list[dict[str, Any]]:
+        return self._post(make_request(sentences, self.signature, self.form))
 
     def _post(self, body: dict[str, Any]) -> list[dict[str, Any]]:
         url = self.predict_url
@@ -256,3 +314,13 @@ def _reason(error: BaseException) -> str:
     text = str(error)
     match = re.search(r"\[Errno -?\d+\][^'\")]*", text)
     return match.group(0).strip() if match else text[:300]
+
+
+def serving_client(url: str, model_name: str, **settings) -> BatchingClient:
+    """A client for TF Serving at `url`: gRPC for ``grpc://host:8500``, else REST
+    (``http://host:8501``). `settings` are the clients' keyword arguments."""
+    if url.startswith("grpc://"):
+        from tf_transformer.inference.grpc_client import GrpcServingClient
+
+        return GrpcServingClient(url, model_name, **settings)
+    return ServingClient(url, model_name, **settings)
