@@ -88,3 +88,25 @@ def test_evaluate_refuses_what_is_not_a_model(tmp_path):
     result = cli("evaluate", tmp_path / "missing", "--limit", "3")
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "neither a run directory" in result.stderr
+
+
+def test_evaluate_a_split_named_by_its_files(tmp_path, capsys):
+    from tf_transformer.cli import main
+
+    corpus = tmp_path / "flores"
+    corpus.mkdir()
+    (corpus / "devtest.pt").write_text("o gato está na mesa .\neu gosto de livros .\n")
+    (corpus / "devtest.en").write_text("the cat is on the table .\ni like books .\n")
+    output = tmp_path / "hyp.txt"
+    common = ["evaluate", str(tiny_run_dir().root), "--dataset", str(corpus), "--quiet"]
+    common += ["--beam-size", "1", "--max-length", "8", "--output", str(output)]
+    assert main([*common, "--split", "devtest"]) == 0
+    out = capsys.readouterr().out
+    assert f"dataset: {corpus} (--dataset), split devtest" in out
+    assert list(json.loads(out.strip().splitlines()[-1])) == ["bleu", "bleu_lc", "chrf"]
+    assert len(output.read_text().splitlines()) == 2
+    output.unlink()
+    assert main([*common, "--split", "test"]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "splits found: devtest (--split NAME)" in error
+    assert not output.exists()

@@ -175,6 +175,25 @@ def test_text_dir_missing_split_lists_existing_files(tmp_path):
     assert "['train.en', 'train.pt']" in str(info.value)
 
 
+def test_text_dir_reads_any_split_it_holds_and_lists_them(tmp_path):
+    _write(tmp_path / "devtest.pt", "olá\nadeus\n")
+    _write(tmp_path / "devtest.en", "hello\ngoodbye\n")
+    _write(tmp_path / "dev.pt", "a\n")
+    _write(tmp_path / "dev.en", "a\n")
+    _write(tmp_path / "extra.tsv", "b\tb\n")
+    _write(tmp_path / "notes.pt", "only one side\n")
+    assert _decode(load_dataset(tmp_path, "devtest")) == [("olá", "hello"), ("adeus", "goodbye")]
+    assert _decode(load_dataset(tmp_path, "extra")) == [("b", "b")]
+    assert _decode(load_dataset(tmp_path, "validation")) == [("a", "a")]  # dev.*, as before
+    with pytest.raises(DataFormatError) as info:
+        load_dataset(tmp_path, "test")
+    assert "splits found: dev, devtest, extra (--split NAME)" in str(info.value)
+    with pytest.raises(DataFormatError, match="splits found: dev, devtest, extra"):
+        load_dataset(tmp_path, "devtest2")
+    with pytest.raises(DataFormatError, match="not a file stem"):
+        load_dataset(tmp_path, "../devtest")
+
+
 def test_tsv_file_and_tsv_split_in_dir(tmp_path):
     _write(tmp_path / "test.tsv", "olá\thello\nadeus\tgoodbye\n")
     expected = [("olá", "hello"), ("adeus", "goodbye")]

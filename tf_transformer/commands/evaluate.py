@@ -38,7 +38,12 @@ def register(subparsers) -> None:
         "dataset it was trained on, as its config.json records it, with its "
         "--tarball/--data-dir; required for a SavedModel, which does not record it).",
     )
-    parser.add_argument("--split", default="test", help="train|dev|validation|test.")
+    parser.add_argument(
+        "--split",
+        default="test",
+        help="train|dev|validation|test; a directory of text files also takes any split it "
+        "holds as files (devtest for devtest.pt/devtest.en).",
+    )
     parser.add_argument("--tarball", default=None, help="TED: a copy of the original tarball.")
     parser.add_argument("--data-dir", default=None, help="TED: the TFDS data directory.")
     add_decoding_arguments(

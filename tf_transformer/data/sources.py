@@ -27,7 +27,8 @@ VALID_SPECS_HELP = (
     "valid data specs: 'ted_hrlr' (alias of 'ted_hrlr_translate/pt_to_en', through TFDS, "
     "or tarball=PATH|URL), 'sample' (the embedded corpus, lower case), 'sample_written' (the "
     "same, capitalised and punctuated), a directory of aligned text files "
-    "(train.<source_lang>/train.<target_lang>, dev|val|validation.*, test.*, or <split>.tsv), "
+    "(train.<source_lang>/train.<target_lang>, dev|val|validation.*, test.*, any other "
+    "<split>.<source_lang>/<split>.<target_lang>, or <split>.tsv), "
     "or a .tsv file (source<TAB>target per line)"
 )
 
@@ -77,7 +78,9 @@ def load_dataset(
             ``"sample"`` (lower case: "o carro é novo ."), ``"sample_written"`` (the same pairs
             as written: "O carro é novo."), a directory of aligned text files, or a ``.tsv``
             file. A single TSV file is one corpus: it is returned whatever the split.
-        split: ``train``, ``validation`` (also ``dev``/``val``) or ``test``.
+        split: ``train``, ``validation`` (also ``dev``/``val``) or ``test``; a directory of
+            text files also takes any split it holds as files (``devtest`` for
+            ``devtest.pt``/``devtest.en``).
         data_dir: TFDS data directory for the TED spec (default: TFDS's).
         download: let TFDS download the TED data when it is not prepared.
         tarball: a local copy (or a mirror URL) of ``qi18naacl-dataset.tar.gz``; the TED data is
@@ -92,7 +95,8 @@ def load_dataset(
         DatasetUnavailableError: TFDS cannot download/prepare the TED data (the URL is dead),
             or the tarball's checksum does not match.
         DataFormatError: a local corpus is malformed, or the split's files are missing.
-        ValueError: unknown spec or split (the message lists the valid forms), a tarball for
+        ValueError: unknown spec, or a split a built-in corpus does not have (the message lists
+            the valid forms), a tarball for
             another spec than TED, or a language pair a built-in corpus does not have.
         FileNotFoundError: the tarball does not exist.
 
@@ -100,15 +104,17 @@ def load_dataset(
         >>> ds = load_dataset("sample", "dev")
         >>> pt, en = next(iter(ds))
     """
-    name = canonical_split(split)
     spec_text = str(spec)
     if tarball is not None and spec_text not in TED_SPECS:
         raise ValueError(f"a tarball is for the TED data (ted_hrlr) only, not {spec_text!r}")
     if spec_text in (*SAMPLE_SPECS, *TED_SPECS):
+        name = canonical_split(split)
         pairs = _builtin_pairs(spec_text, name, data_dir, download, tarball, sha256)
         return _in_direction(pairs, spec_text, source_lang, target_lang)
     path = Path(spec_text).expanduser()
     if path.is_dir():
+        # A known alias reads its usual files; any other name, the files of that name.
+        name = _SPLIT_ALIASES.get(split.strip().lower(), split.strip())
         return pairs_to_dataset(read_text_dir(path, name, source_lang, target_lang))
     if path.is_file():
         if path.suffix.lower() != ".tsv":

@@ -86,29 +86,47 @@ def read_tsv(path: str | Path) -> list[tuple[str, str]]:
     return pairs
 
 
+def text_dir_splits(
+    directory: str | Path, source_lang: str = "pt", target_lang: str = "en"
+) -> list[str]:
+    """The splits a directory corpus holds: the stems with both ``<stem>.<source_lang>`` and
+    ``<stem>.<target_lang>``, or a ``<stem>.tsv``, sorted."""
+    files = {p.name for p in Path(directory).iterdir() if p.is_file()}
+    stems = {name[: -len(".tsv")] for name in files if name.endswith(".tsv")}
+    for name in files:
+        stem, _, lang = name.rpartition(".")
+        if stem and lang == source_lang and f"{stem}.{target_lang}" in files:
+            stems.add(stem)
+    return sorted(stem for stem in stems if stem)
+
+
 def read_text_dir(
     directory: str | Path, split: str, source_lang: str = "pt", target_lang: str = "en"
 ) -> list[tuple[str, str]]:
     """Reads one split of a directory corpus.
 
     The directory holds ``<stem>.<source_lang>`` and ``<stem>.<target_lang>`` (or
-    ``<stem>.tsv``, source first) for each split, where the stem is ``train``,
-    ``dev``/``val``/``validation`` or ``test``.
+    ``<stem>.tsv``, source first) for each split. The canonical splits look for their usual
+    stems: ``train``, ``dev``/``val``/``validation`` or ``test``; any other split is read from
+    the files of that name, e.g. FLORES' ``devtest.pt``/``devtest.en``.
 
     Args:
         directory: the corpus directory.
-        split: a canonical split name: ``train``, ``validation`` or ``test``.
+        split: ``train``, ``validation``, ``test``, or the stem of the split's files.
         source_lang, target_lang: the language codes that end the file names.
 
     Returns:
         The split's ``(source, target)`` pairs.
 
     Raises:
-        DataFormatError: no file for the split (the message lists the files that exist), or
-            any of the errors of `read_aligned_files` / `read_tsv`.
+        DataFormatError: no file for the split (the message lists the splits the directory
+            holds, and its files), or any of the errors of `read_aligned_files` / `read_tsv`.
     """
     directory = Path(directory)
-    for stem in SPLIT_STEMS[split]:
+    if not split or split != Path(split).name or split.startswith("."):
+        raise DataFormatError(f"split {split!r} is not a file stem: name it without a path")
+    stems = SPLIT_STEMS.get(split, (split,))
+    for stem in stems:
         source_path = directory / f"{stem}.{source_lang}"
         target_path = directory / f"{stem}.{target_lang}"
         if source_path.is_file() and target_path.is_file():
@@ -116,11 +134,11 @@ def read_text_dir(
         tsv_path = directory / f"{stem}.tsv"
         if tsv_path.is_file():
             return read_tsv(tsv_path)
-    wanted = ", ".join(
-        f"{stem}.{source_lang}+{stem}.{target_lang} or {stem}.tsv" for stem in SPLIT_STEMS[split]
-    )
+    wanted = ", ".join(f"{stem}.{source_lang}+{stem}.{target_lang} or {stem}.tsv" for stem in stems)
+    splits = text_dir_splits(directory, source_lang, target_lang)
     existing = sorted(p.name for p in directory.iterdir() if p.is_file())
     raise DataFormatError(
         f"{directory}: no files for split {split!r} (looked for {wanted}); "
+        f"splits found: {', '.join(splits) or 'none'} (--split NAME); "
         f"files present: {existing or 'none'}"
     )
