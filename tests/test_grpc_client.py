@@ -29,15 +29,15 @@ def loaded():
 
 
 @pytest.fixture(scope="module")
-def server(loaded):
-    with GrpcPredictServer(loaded, model_name="tiny", version=1) as server:
-        yield server
+def servers(loaded):
+    """The gRPC and the REST stand-in, serving the same SavedModel as model "tiny"."""
+    with GrpcPredictServer(loaded, "tiny") as grpc_server, PredictServer(loaded, "tiny") as rest:
+        yield grpc_server, rest
 
 
-@pytest.fixture(scope="module")
-def rest_server(loaded):
-    with PredictServer(loaded, model_name="tiny", version=1) as server:
-        yield server
+@pytest.fixture
+def server(servers):
+    return servers[0]
 
 
 def saved_model_translations(loaded, signature="serving_default", sentences=SENTENCES):
@@ -61,9 +61,8 @@ def test_urls_and_request():
 
 
 @pytest.mark.parametrize("signature", ["serving_default", "greedy"])
-def test_translations_equal_the_saved_model_and_rest_in_batches(
-    server, rest_server, loaded, signature
-):
+def test_translations_equal_the_saved_model_and_rest_in_batches(servers, loaded, signature):
+    server, rest_server = servers
     with GrpcServingClient(server.url, "tiny", signature=signature, batch_size=2) as client:
         before = server.requests
         rows = client.predict(SENTENCES)

@@ -76,29 +76,16 @@ class GrpcServingClient(BatchingClient):
 
     Args:
         url: ``grpc://host:port`` (TF Serving's `--port`, 8500 by default).
-        model_name, version, signature, timeout, batch_size: as `BatchingClient` (`timeout`
-            is each call's deadline).
+        model_name: the served model's name.
         channel: an optional channel (TLS, custom options); the client does not close it.
+        **settings: `version`, `signature`, `timeout` (each call's deadline) and `batch_size`,
+            as `BatchingClient` takes them.
     """
 
     def __init__(
-        self,
-        url: str,
-        model_name: str,
-        *,
-        version: int | None = None,
-        signature: str = "serving_default",
-        timeout: float = 30.0,
-        batch_size: int = 32,
-        channel: grpc.Channel | None = None,
+        self, url: str, model_name: str, *, channel: grpc.Channel | None = None, **settings
     ):
-        super().__init__(
-            model_name,
-            version=version,
-            signature=signature,
-            timeout=timeout,
-            batch_size=batch_size,
-        )
+        super().__init__(model_name, **settings)
         self.target = grpc_target(url)
         self.url = SCHEME + self.target
         self._own_channel = channel is None

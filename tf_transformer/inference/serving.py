@@ -235,12 +235,13 @@ class ServingClient(BatchingClient):
 
     Args:
         url: the server's base URL, e.g. ``http://localhost:8501``.
-        model_name, version, signature, timeout, batch_size: as `BatchingClient` (`timeout`
-            bounds the connection and the answer).
+        model_name: the served model's name.
         form: "instances" (row) or "inputs" (column) request format.
         session: an optional `requests.Session` (connection reuse, custom adapters). Without
             one, each thread gets its own: `requests` does not promise a shared session is
             thread-safe.
+        **settings: `version`, `signature`, `timeout` (bounds the connection and the answer)
+            and `batch_size`, as `BatchingClient` takes them.
     """
 
     def __init__(
@@ -248,20 +249,11 @@ class ServingClient(BatchingClient):
         url: str,
         model_name: str,
         *,
-        version: int | None = None,
-        signature: str = "serving_default",
         form: str = "instances",
-        timeout: float = 30.0,
-        batch_size: int = 32,
         session: requests.Session | None = None,
+        **settings,
     ):
-        super().__init__(
-            model_name,
-            version=version,
-            signature=signature,
-            timeout=timeout,
-            batch_size=batch_size,
-        )
+        super().__init__(model_name, **settings)
         if form not in FORMS:
             raise ValueError(f"form must be one of {FORMS}, got {form!r}.")
         self.url = url.rstrip("/")
