@@ -111,18 +111,18 @@ def main() -> int:
         print(f"{what}: {args.threads} threads x {args.requests} requests per URL", flush=True)
         for url in urls:
             protocol = "grpc" if url.startswith("grpc://") else "rest"
-            client = serving_client(url, model_name, batch_size=64, timeout=300)
-            expected = serial_answers(client, cases)  # also warms the model up
-            before = memory_mb()
-            result = run_load(
-                client,
-                cases,
-                expected,
-                threads=args.threads,
-                requests_per_thread=args.requests,
-                seed=args.seed,
-            )
-            after = memory_mb()
+            with serving_client(url, model_name, batch_size=64, timeout=300) as client:
+                expected = serial_answers(client, cases)  # also warms the model up
+                before = memory_mb()
+                result = run_load(
+                    client,
+                    cases,
+                    expected,
+                    threads=args.threads,
+                    requests_per_thread=args.requests,
+                    seed=args.seed,
+                )
+                after = memory_mb()
             total.add(result)
             figures = summary(result)
             results[protocol] = {**figures, "memory_before": before, "memory_after": after}

@@ -20,8 +20,10 @@ REQUESTS_PER_THREAD = 12  # the bench sends 200; a few dozen in all keep the sui
 def test_answers_under_load_equal_the_serial_answers(server_class):
     loaded = loaded_export()
     cases = request_mix(SENTENCES)
-    with server_class(loaded, model_name="tiny") as server:
-        client = serving_client(server.url, "tiny", batch_size=64, timeout=120)
+    with (
+        server_class(loaded, model_name="tiny") as server,
+        serving_client(server.url, "tiny", batch_size=64, timeout=120) as client,
+    ):
         expected = serial_answers(client, cases)
         for case in cases:  # the serial answers are the SavedModel's own
             if not case.invalid:

@@ -20,7 +20,6 @@ from typing import Any
 import grpc
 import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
-from typing_extensions import Self  # typing.Self needs Python 3.11
 
 from tf_transformer.inference.serving import (
     INPUT_NAME,
@@ -102,12 +101,6 @@ class GrpcServingClient(BatchingClient):
         """Closes the channel the client opened."""
         if self._own_channel:
             self.channel.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def _predict_batch(self, sentences: Sequence[str]) -> list[dict[str, Any]]:
         return self._call(

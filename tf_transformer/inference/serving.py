@@ -29,6 +29,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import requests
+from typing_extensions import Self  # typing.Self needs Python 3.11
 
 from tf_transformer.errors import TransformerError
 
@@ -225,6 +226,15 @@ class BatchingClient:
 
     def _predict_batch(self, sentences: Sequence[str]) -> list[dict[str, Any]]:
         raise NotImplementedError
+
+    def close(self) -> None:
+        """Releases what the client opened (nothing, unless a subclass says otherwise)."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 class ServingClient(BatchingClient):
