@@ -21,11 +21,7 @@ last, exactly (errors: failures other than the intended refusals):
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import os
-import platform
-import shlex
 import sys
 from contextlib import ExitStack
 from pathlib import Path
@@ -36,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ holds the
 
 import numpy as np
 import tensorflow as tf
+from json_figures import add_json_flags, write_json
 
 from tests.export_helpers import SENTENCES
 from tests.load_driver import LoadResult, request_mix, run_load, serial_answers
@@ -86,7 +83,7 @@ def main() -> int:
     )
     parser.add_argument("--model-name", default="transformer", help="With --server.")
     parser.add_argument("--seed", type=int, default=0, help="Seed of the request draws.")
-    parser.add_argument("--json", default=None, metavar="PATH", help="Also write JSON here.")
+    add_json_flags(parser)
     args = parser.parse_args()
 
     cases = request_mix(SENTENCES)
@@ -135,19 +132,17 @@ def main() -> int:
             for problem in result.problems:
                 print(f"  {problem}", flush=True)
     figures = summary(total)
-    if args.json:
-        record = {
-            "bench": "serving_load",
-            "command": shlex.join([Path(sys.executable).name, *sys.argv]),
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+    write_json(
+        args,
+        "serving_load",
+        {
             "served": what,
             "threads": args.threads,
             "requests_per_thread": args.requests,
             "protocols": results,
             "total": figures,
-        }
-        Path(args.json).write_text(json.dumps(record, indent=2) + "\n")
+        },
+    )
     print(
         f"load: requests={figures['requests']} errors={figures['errors']} "
         f"mismatches={figures['mismatches']} p50_ms={figures['p50_ms']} "
