@@ -24,15 +24,16 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def loaded():
-    return loaded_export()
-
-
-@pytest.fixture(scope="module")
-def servers(loaded):
+def servers():
     """The gRPC and the REST stand-in, serving the same SavedModel as model "tiny"."""
+    loaded = loaded_export()
     with GrpcPredictServer(loaded, "tiny") as grpc_server, PredictServer(loaded, "tiny") as rest:
         yield grpc_server, rest
+
+
+@pytest.fixture
+def loaded():
+    return loaded_export()
 
 
 @pytest.fixture
