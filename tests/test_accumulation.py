@@ -8,7 +8,8 @@ import tensorflow as tf
 from tests.test_train import MODEL, TRAIN, copy_task
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training.checkpoints import TrainState, make_checkpoint_manager
-from tf_transformer.training.fit import UpdateSchedule, fit, fit_optimizer
+from tf_transformer.training.fit import fit
+from tf_transformer.training.fit_optimizer import UpdateSchedule, fit_optimizer
 from tf_transformer.training.loop import train
 from tf_transformer.training.losses import masked_loss_sum
 from tf_transformer.training.mixed_precision import build_model
@@ -186,7 +187,7 @@ def test_fit_accumulation_averages_token_means_and_counts_updates(tmp_path):
         ),
     )
     config = LINEAR_TRAIN.replace(accumulate_steps=2, epochs=1, max_steps=None)
-    model, _ = fit(tmp_path / "run", MODEL, config, data, verbose=0)
+    model = fit(tmp_path / "run", MODEL, config, data, verbose=0).model
     before = [v.numpy() for v in _fresh_model().trainable_variables]
     applied = _applied_gradient(before, model)
     # Keras averages the two batches' token means: not the union's token mean.

@@ -13,8 +13,10 @@ from tests.test_summaries import read_scalars
 from tests.test_train import MODEL, TRAIN, copy_task
 from tf_transformer.config import TrainConfig
 from tf_transformer.training.budget import Budget
-from tf_transformer.training.fit import CoolDown, fit_optimizer, make_callbacks
+from tf_transformer.training.checkpoints import StopSignal
+from tf_transformer.training.fit_optimizer import fit_optimizer
 from tf_transformer.training.loop import train
+from tf_transformer.training.policies import CoolDown, FitProgress, Progress, StopRules
 from tf_transformer.training.schedule import Cooldown, WarmupSchedule, find_cooldown, make_optimizer
 
 
@@ -100,15 +102,21 @@ def test_a_spent_time_budget_trains_at_rate_zero(tmp_path):
     assert read_scalars(tmp_path / "logs" / "train")["learning_rate"] == [(1, 0.0)]
 
 
-def test_fit_callback_sets_what_is_left_of_the_steps(tmp_path):
+def test_fit_callbacks_set_what_is_left_of_the_steps_and_stop_at_the_last():
     inputs = tf.keras.Input((3,))
     model = tf.keras.Model(inputs, tf.keras.layers.Dense(2)(inputs))
     config = TrainConfig(warmup_steps=10, cooldown=0.5)
     model.compile(optimizer=make_optimizer(16, config), loss="mse")
-    callbacks = make_callbacks(tmp_path, max_steps=8)
-    assert any(isinstance(callback, CoolDown) for callback in callbacks)
+    status, budget = Progress(), Budget(max_steps=8)
+    with StopSignal() as signal:
+        callbacks = [
+            FitProgress(status),
+            CoolDown(status, budget=budget),
+            StopRules(status, budget=budget, signal=signal),
+        ]
+        model.fit(np.ones((16, 3)), np.zeros((16, 2)), batch_size=1, callbacks=callbacks, verbose=0)
 
-    model.fit(np.ones((8, 3)), np.zeros((8, 2)), batch_size=1, callbacks=callbacks, verbose=0)
+    assert int(model.optimizer.iterations) == 8 and status.stopped_by == "max_steps"
 
     # Set before the 8th update, when 7 of 8 steps were done.
     assert float(find_cooldown(model.optimizer).left) == pytest.approx(1 / 8)

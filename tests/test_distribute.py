@@ -45,9 +45,10 @@ for name, accumulate in (("default", 2), ("mirrored", 1)):
                    copy_task, strategy=strategy, progress=False,
                    on_step=lambda step, m: losses.append([m["loss"], m["tokens"]]))
     data = copy_task(0).take(6)
-    model, history = fit(tempfile.mkdtemp(), MODEL,
+    model = fit(tempfile.mkdtemp(), MODEL,
                          config.replace(max_steps=None, accumulate_steps=accumulate), data,
-                         strategy=strategy, verbose=0)
+                         strategy=strategy, verbose=0).model
+    history = model.history
     out[name] = {"replicas": strategy.num_replicas_in_sync, "loop": losses,
                  "weights": {w.path.split("/", 1)[1]: w.numpy().tolist()
                              for w in result.model.trainable_variables},

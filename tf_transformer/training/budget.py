@@ -1,4 +1,8 @@
-"""How much of a training budget is left: the input of the learning-rate cooldown."""
+"""The limits of a training call (steps, minutes, epochs): the stop rules, and how much is left.
+
+Each limit is defined here once; `tf_transformer.training.policies.StopRules` stops the custom
+loop and `model.fit` by these rules, and `CoolDown` feeds `left` to the learning-rate cooldown.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +14,9 @@ class Budget:
 
     `left(...)` is the fraction still to run, from 1.0 at the start to 0.0 at the end: the
     smallest of the fractions of the steps (`max_steps` counts all steps of the run, a resumed
-    one included), of the minutes (counted from `started`, as the loop's time limit is) and of
-    the epochs that are set. A part whose size is not known yet (the batches of an epoch, before
-    one has been counted) does not count.
+    one included), of the minutes (counted from `started`) and of the epochs that are set. A
+    part whose size is not known yet (the batches of an epoch, before one has been counted)
+    does not count.
 
     Args:
       max_steps: the run's last step, or None.
@@ -37,6 +41,23 @@ class Budget:
     def bounded(self) -> bool:
         """Whether anything ends the call (else there is nothing to cool down towards)."""
         return any(part is not None for part in (self.max_steps, self.seconds, self.epochs))
+
+    # The stop rules.
+
+    def steps_done(self, step: int) -> bool:
+        """`max_steps` reached: the step that reaches it is the last."""
+        return self.max_steps is not None and step >= self.max_steps
+
+    def out_of_time(self, now: float | None = None) -> bool:
+        """`max_minutes` spent: the step that crosses it is the last."""
+        now = time.monotonic() if now is None else now
+        return self.seconds is not None and now - self.started >= self.seconds
+
+    def epochs_done(self, epoch: int) -> bool:
+        """`epochs` finished (`epoch` counts finished epochs)."""
+        return self.epochs is not None and epoch >= self.epochs
+
+    # The fraction left (the cooldown's input).
 
     def left(
         self,

@@ -112,6 +112,42 @@ def num_workers(strategy: tf.distribute.Strategy) -> int:
     return sum(spec.num_tasks(job) for job in ("chief", "worker") if job in spec.jobs)
 
 
+class Workers:
+    """Agreement between the workers of a multi-worker job, through collectives.
+
+    The training loops of a multi-worker job stop together: a signal, a time budget or a
+    patience verdict seen by one worker alone would leave the others waiting in their next
+    step. Every worker must make the same calls in the same order. Without several workers
+    each call returns its argument, with no collective.
+
+    Args:
+      strategy: the training strategy.
+    """
+
+    def __init__(self, strategy: tf.distribute.Strategy):
+        self.strategy = strategy
+        self.multi_worker = num_workers(strategy) > 1
+        self._sum = tf.function(self._sum_over_replicas, autograph=False)
+
+    def any(self, flag: bool) -> bool:
+        """True when `flag` is true in any worker."""
+        if not self.multi_worker:
+            return bool(flag)
+        return bool(self._sum(tf.constant(float(flag))) > 0)
+
+    def mean(self, value: float) -> float:
+        """`value` averaged over the workers: one number that every worker agrees on, e.g. the
+        fraction of a time budget left by their clocks."""
+        if not self.multi_worker:
+            return float(value)
+        # Every replica of a worker adds that worker's value (the same number of replicas each).
+        return float(self._sum(tf.constant(float(value)))) / self.strategy.num_replicas_in_sync
+
+    def _sum_over_replicas(self, value):
+        strategy = self.strategy
+        return strategy.reduce("SUM", strategy.run(tf.identity, args=(value,)), axis=None)
+
+
 def describe_lost_worker(error: Exception) -> str:
     """What a collective's error says about the worker that stopped, in one line."""
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]

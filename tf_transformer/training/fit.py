@@ -1,15 +1,9 @@
-"""Training with `model.fit`: compile with the paper's optimizer and loss, standard callbacks.
+"""Training with `model.fit`: the paper's optimizer and loss, the run's policies as callbacks.
 
-Gradient accumulation (`accumulate_steps` N) uses the Keras optimizer's own
-`gradient_accumulation_steps`: every fit step trains one batch per replica, and every N-th
-applies the *mean* of the N batches' gradients. Each batch's loss is its own token mean, so
-a batch weighs 1/N however many tokens it holds: the update is that of one batch holding the
-N only when they hold equal numbers of tokens. With token-budget batches they roughly do
-(a batch of long sentences holds fewer sentences), but a short last batch of a bucket counts
-as much as a full one. The custom loop's accumulation is exact (a token-weighted sum, see
-`TrainStep`); so is its split across replicas, where `fit` likewise averages the replicas'
-token means. Keras' schedules would see micro-batches (`optimizer._iterations`), so here the
-schedule is fed `iterations // N`: the learning rate and `optimizer.iterations` count updates.
+`fit` trains with Keras' own step and loop, and with the same policies as the custom loop
+(`training.policies`: stopping, cooldown, checkpoints, dev BLEU every `eval_every` steps with
+`checkpoints/best/` and patience, averaging), beside Keras' `TensorBoard`, `ModelCheckpoint`
+and `BackupAndRestore`. Its optimizer (Keras' gradient accumulation) is in `fit_optimizer`.
 """
 
 from __future__ import annotations
@@ -24,74 +18,15 @@ import tensorflow as tf
 
 from tf_transformer.config import ModelConfig, TrainConfig
 from tf_transformer.run_dir import RunDir
-from tf_transformer.training.budget import Budget
-from tf_transformer.training.checkpoints import TrainState, make_checkpoint_manager
-from tf_transformer.training.distribute import (
-    describe_lost_worker,
-    distribute_batches,
-    get_strategy,
-    is_chief,
-    num_workers,
-)
-from tf_transformer.training.loop import WorkerLostError, write_run_config
+from tf_transformer.training.checkpoints import StopSignal, make_checkpoint_manager
+from tf_transformer.training.distribute import Workers, distribute_batches, num_workers
+from tf_transformer.training.fit_optimizer import fit_optimizer
 from tf_transformer.training.losses import MaskedAccuracy, MaskedSparseCrossEntropy
 from tf_transformer.training.mixed_precision import build_model
-from tf_transformer.training.schedule import find_cooldown, make_optimizer
-from tf_transformer.training.train_step import dense_gradients
-
-
-@tf.keras.utils.register_keras_serializable(package="tf_transformer")
-class DenseAdam(tf.keras.optimizers.Adam):
-    """Adam that applies embedding gradients as dense tensors (see `dense_gradients`): the
-    same update as the custom loop's, not one Adam moment update per token occurrence."""
-
-    def apply(self, grads, trainable_variables=None):
-        return super().apply(dense_gradients(list(grads)), trainable_variables)
-
-
-@tf.keras.utils.register_keras_serializable(package="tf_transformer")
-class UpdateSchedule(tf.keras.optimizers.schedules.LearningRateSchedule):
-    """`schedule(step // accumulate_steps)`: a schedule of updates, fed Keras' micro-batch count.
-
-    Args:
-      schedule: a `LearningRateSchedule` of optimizer updates (e.g. `WarmupSchedule`).
-      accumulate_steps: micro-batches per update (the optimizer's
-        `gradient_accumulation_steps`).
-    """
-
-    def __init__(self, schedule, accumulate_steps: int):
-        super().__init__()
-        self.schedule = schedule
-        self.accumulate_steps = int(accumulate_steps)
-
-    def __call__(self, step):
-        return self.schedule(tf.math.floordiv(step, self.accumulate_steps))
-
-    def get_config(self) -> dict:
-        return {
-            "schedule": tf.keras.utils.serialize_keras_object(self.schedule),
-            "accumulate_steps": self.accumulate_steps,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        schedule = tf.keras.utils.deserialize_keras_object(config["schedule"])
-        return cls(schedule, config["accumulate_steps"])
-
-
-def fit_optimizer(d_model: int, train_config: TrainConfig) -> tf.keras.optimizers.Optimizer:
-    """`make_optimizer`'s Adam as a `DenseAdam`, with Keras gradient accumulation when
-    `train_config.accumulate_steps` > 1 (its schedule then counts updates)."""
-    optimizer = make_optimizer(d_model, train_config)
-    scaled = isinstance(optimizer, tf.keras.mixed_precision.LossScaleOptimizer)
-    adam = optimizer.inner_optimizer if scaled else optimizer
-    config = adam.get_config()
-    steps = train_config.accumulate_steps
-    if steps > 1:
-        config["learning_rate"] = UpdateSchedule(adam._learning_rate, steps)
-        config["gradient_accumulation_steps"] = steps
-    adam = DenseAdam.from_config(config)
-    return tf.keras.mixed_precision.LossScaleOptimizer(adam) if scaled else adam
+from tf_transformer.training.policies import FitProgress, Progress
+from tf_transformer.training.session import TrainingPolicies, TrainResult, open_run, watching_peers
+from tf_transformer.training.summaries import file_writer
+from tf_transformer.training.validate_every import Validate
 
 
 def compile_model(model: tf.keras.Model, train_config: TrainConfig) -> tf.keras.Model:
@@ -108,54 +43,6 @@ def compile_model(model: tf.keras.Model, train_config: TrainConfig) -> tf.keras.
 
 
 _UNBOUNDED_EPOCHS = 1_000_000
-
-
-class StopAtStep(tf.keras.callbacks.Callback):
-    """Stops `model.fit` once the optimizer has taken `max_steps` steps."""
-
-    def __init__(self, max_steps: int):
-        super().__init__()
-        self.max_steps = int(max_steps)
-
-    def on_train_batch_end(self, batch, logs=None):
-        if int(self.model.optimizer.iterations.numpy()) >= self.max_steps:
-            self.model.stop_training = True
-
-
-class StopAtTime(tf.keras.callbacks.Callback):
-    """Stops `model.fit` after the batch that crosses a wall-clock budget of `max_minutes`."""
-
-    def __init__(self, max_minutes: float):
-        super().__init__()
-        self.deadline = time.monotonic() + 60.0 * float(max_minutes)
-
-    def on_train_batch_end(self, batch, logs=None):
-        if time.monotonic() >= self.deadline:
-            self.model.stop_training = True
-
-
-class CoolDown(tf.keras.callbacks.Callback):
-    """Before each batch, tells the optimizer's `Cooldown` schedule how much of `budget` is
-    left (`fit`'s steps per epoch, when known, size its epochs)."""
-
-    def __init__(self, budget: Budget):
-        super().__init__()
-        self.budget = budget
-        self.cooldown = None
-        self.epoch = 0
-
-    def on_train_begin(self, logs=None):
-        self.cooldown = find_cooldown(self.model.optimizer)
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self.epoch = epoch
-
-    def on_train_batch_begin(self, batch, logs=None):
-        if self.cooldown is not None:
-            step = int(self.model.optimizer.iterations.numpy())
-            steps = self.params.get("steps")
-            left = self.budget.left(step, epoch=self.epoch, position=batch, batches_per_epoch=steps)
-            self.cooldown.set_left(left)
 
 
 def fit_paths(run_dir: str | Path | RunDir) -> dict[str, Path]:
@@ -185,25 +72,37 @@ def _stack_step_logs(model: tf.keras.Model) -> None:
     model.test_step = lambda data: stacked(test_step(data))
 
 
+def _stack_step_logs(model: tf.keras.Model) -> None:
+    """Gives each of `model`'s fit/evaluate step logs a leading axis of 1.
+
+    Keras 3 averages a step's logs over the workers of a `MultiWorkerMirroredStrategy` with
+    `strategy.reduce("MEAN", value, axis=0)`, which fails on scalar metrics ("Invalid
+    reduction dimension 0 for input with 0 dimensions", keras-team/keras#20585). With the
+    axis, the mean over it is the mean over the replicas, a scalar again.
+    """
+    train_step, test_step = model.train_step, model.test_step
+
+    def stacked(logs):
+        return tf.nest.map_structure(lambda value: value[tf.newaxis], logs)
+
+    model.train_step = lambda data: stacked(train_step(data))
+    model.test_step = lambda data: stacked(test_step(data))
+
+
 def make_callbacks(
     run_dir: str | Path | RunDir,
     *,
     validation: bool = False,
     early_stopping_patience: int | None = None,
-    max_steps: int | None = None,
-    max_minutes: float | None = None,
-    cooldown_epochs: int | None = None,
 ) -> list[tf.keras.callbacks.Callback]:
-    """The usual `model.fit` callbacks for a run directory.
+    """Keras' own `model.fit` callbacks for a run directory (the run's policies come beside
+    them, see `training.policies`).
 
     - `tf.keras.callbacks.TensorBoard` scalars under `logs/fit` (`train/`, `validation/`);
     - `ModelCheckpoint` of the whole model (optimizer and schedule included) to
       `fit/model.keras`, the best by `val_loss` when there is validation data;
     - `BackupAndRestore` in `fit/backup`, so an interrupted `fit` resumes at its epoch;
-    - `EarlyStopping` on `val_loss` when `early_stopping_patience` is given (needs validation);
-    - `StopAtStep` when `max_steps` is given, `StopAtTime` when `max_minutes` is;
-    - `CoolDown` (it acts only on an optimizer with a `Cooldown` schedule) over the budget of
-      `max_steps`, `max_minutes` and `cooldown_epochs`.
+    - `EarlyStopping` on `val_loss` when `early_stopping_patience` is given (needs validation).
     """
     paths = fit_paths(run_dir)
     paths["model"].parent.mkdir(parents=True, exist_ok=True)
@@ -224,13 +123,6 @@ def make_callbacks(
                 monitor="val_loss", patience=early_stopping_patience, restore_best_weights=True
             )
         )
-    if max_steps is not None:
-        callbacks.append(StopAtStep(max_steps))
-    if max_minutes is not None:
-        callbacks.append(StopAtTime(max_minutes))
-    budget = Budget(max_steps, max_minutes, cooldown_epochs)
-    if budget.bounded:
-        callbacks.append(CoolDown(budget))
     return callbacks
 
 
@@ -244,12 +136,18 @@ def fit(
     data: dict | None = None,
     strategy: tf.distribute.Strategy | None = None,
     early_stopping_patience: int | None = None,
+    validate: Validate | None = None,
     verbose: int | str = "auto",
-):
+) -> TrainResult:
     """Trains with `model.fit` and leaves a run directory like the custom loop's.
 
-    After fitting, the model and optimizer are also saved as a `checkpoints/` checkpoint, so
-    `RunDir.load_model` (translate, evaluate, export) reads a fitted run like any other.
+    The run's policies are the custom loop's (see `training.loop.train`): checkpoints in
+    `checkpoints/` every `checkpoint_every` steps, at each epoch end and at the end (so
+    `RunDir.load_model` reads a fitted run like any other); `max_steps`, `max_minutes`,
+    `epochs` and SIGINT/SIGTERM stop it; the cooldown; with `validate` and `eval_every`, dev
+    BLEU every `eval_every` steps into `logs/validation`, the best weights in
+    `checkpoints/best/` and `patience`; `average_last`. A NaN or infinite loss raises
+    `NonFiniteLossError` before anything saves that step.
 
     Under a multi-replica strategy each replica trains whole batches of its own (see
     `tf_transformer.training.distribute`). Under a multi-worker one only the chief writes the
@@ -267,20 +165,20 @@ def fit(
       data: what the run trains on (`DataConfig.to_dict()`), recorded in config.json.
       strategy: overrides `train_config.strategy`.
       early_stopping_patience: epochs without `val_loss` improvement before stopping.
+      validate: the validation hook, called every `train_config.eval_every` steps.
       verbose: `model.fit`'s verbosity.
 
     Returns:
-      `(model, history)`.
+      A `TrainResult`; its `history` holds `fit`'s per-epoch logs.
 
     Raises:
+      NonFiniteLossError: the loss became NaN/inf (the last good checkpoint is kept).
       WorkerLostError: another worker of a multi-worker job stopped.
     """
-    run = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
-    strategy = strategy or get_strategy(train_config.strategy)
-    chief = is_chief(strategy)
-    if chief:
-        write_run_config(run, model_config, train_config, data)
-    tf.keras.utils.set_random_seed(train_config.seed)
+    started = time.monotonic()
+    run, strategy, chief = open_run(
+        run_dir, model_config, train_config, data=data, strategy=strategy
+    )
     with strategy.scope():
         model = compile_model(build_model(model_config, train_config.mixed_precision), train_config)
         # Here, not in fit's first step: a strategy's variables cannot be made inside it.
@@ -302,14 +200,15 @@ def fit(
         writes = RunDir(tempfile.mkdtemp(prefix="tf_transformer_worker_"))
         if fit_paths(run)["backup"].is_dir():
             shutil.copytree(fit_paths(run)["backup"], fit_paths(writes)["backup"])
-    callbacks = make_callbacks(
-        writes,
-        validation=val_ds is not None,
-        early_stopping_patience=early_stopping_patience,
-        max_steps=train_config.max_steps,
-        max_minutes=train_config.max_minutes,
-        cooldown_epochs=train_config.epochs,
+    status = Progress()
+    manager = make_checkpoint_manager(
+        writes.checkpoints_path,
+        model=model,
+        optimizer=model.optimizer,
+        state=status.state,
+        max_to_keep=max(train_config.keep_checkpoints, train_config.average_last),
     )
+    workers = Workers(strategy)
     # Keras 3 "symbolically builds" a model made under a strategy by averaging the first
     # distributed batch over the replicas, which fails when they hold batches of different
     # shapes (and across workers). Unset, `fit` finds the strategy in the scope around it
@@ -317,33 +216,55 @@ def fit(
     model._distribute_strategy = None
     if num_workers(strategy) > 1:
         _stack_step_logs(model)
-    try:
-        with strategy.scope():
-            history = model.fit(
-                dataset,
-                validation_data=val_ds,
-                # epochs=None: the step or time limit ends `fit` (a callback sets stop_training).
-                epochs=train_config.epochs or _UNBOUNDED_EPOCHS,
-                steps_per_epoch=steps_per_epoch,
-                callbacks=callbacks,
-                verbose=verbose,
-            )
-        state = TrainState()
-        state.step.assign(int(model.optimizer.iterations.numpy()))
-        state.epoch.assign(len(history.epoch))
-        manager = make_checkpoint_manager(
-            writes.checkpoints_path, model=model, optimizer=model.optimizer, state=state
+
+    def stopped_at() -> str:
+        return (
+            f"this worker stopped at step {status.step}. Relaunch every worker with --resume "
+            f"to continue from the last epoch ({fit_paths(run)['backup']})."
         )
-        manager.save(checkpoint_number=state.step)
-    except (tf.errors.UnavailableError, tf.errors.CancelledError, tf.errors.AbortedError) as error:
-        if num_workers(strategy) == 1:
-            raise
-        raise WorkerLostError(
-            f"a worker of the multi-worker job stopped ({describe_lost_worker(error)}); "
-            "relaunch every worker with --resume to continue from the last epoch "
-            f"({fit_paths(run)['backup']})."
-        ) from None
+
+    try:
+        with StopSignal() as signal, watching_peers(workers, stopped_at):
+            evaluating = validate is not None and train_config.eval_every is not None
+            policies = TrainingPolicies.make(
+                run=run,
+                model_config=model_config,
+                train_config=train_config,
+                progress=status,
+                manager=manager,
+                signal=signal,
+                workers=workers,
+                started=started,
+                validate=validate,
+                writer=file_writer(run.logs_path / "validation", chief=chief)
+                if evaluating
+                else None,
+                chief=chief,
+                verbose=verbose != 0,
+            )
+            callbacks = make_callbacks(
+                writes,
+                validation=val_ds is not None,
+                early_stopping_patience=early_stopping_patience,
+            )
+            # After Keras' own: `BackupAndRestore` restores the step count that
+            # `FitProgress` reads.
+            callbacks += [FitProgress(status), *policies.callbacks()]
+            with strategy.scope():
+                history = model.fit(
+                    dataset,
+                    validation_data=val_ds,
+                    # epochs=None: the policies end `fit` (they set stop_training).
+                    epochs=train_config.epochs or _UNBOUNDED_EPOCHS,
+                    steps_per_epoch=steps_per_epoch,
+                    callbacks=callbacks,
+                    verbose=verbose,
+                )
     finally:
         if not chief:
             shutil.rmtree(writes.root, ignore_errors=True)
-    return model, history
+    records = [
+        {"epoch": epoch + 1, **{name: values[i] for name, values in history.history.items()}}
+        for i, epoch in enumerate(history.epoch)
+    ]
+    return policies.result(model, run, history=records, chief=chief)

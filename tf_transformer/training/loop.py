@@ -1,8 +1,7 @@
-"""The custom training loop's entry, `train`: build or restore, run the `EpochLoop`, average."""
+"""The custom training loop's entry, `train`: build or restore, then run the `EpochLoop`."""
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import tempfile
 import time
@@ -10,92 +9,33 @@ from collections.abc import Callable
 from pathlib import Path
 
 import tensorflow as tf
-from tqdm.auto import tqdm
 
 from tf_transformer.config import ModelConfig, TrainConfig
-from tf_transformer.errors import TransformerError
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training.checkpoints import (
     StopSignal,
     TrainState,
-    average_checkpoints,
     make_checkpoint_manager,
     restore_newest,
 )
-from tf_transformer.training.distribute import describe_lost_worker, get_strategy, is_chief
-from tf_transformer.training.epoch_loop import Batches, EpochLoop, NonFiniteLossError, Validate
+from tf_transformer.training.epoch_loop import Batches, EpochLoop
+from tf_transformer.training.logs import OnStep, ProgressBar, TrainSummaries
 from tf_transformer.training.mixed_precision import build_model
+from tf_transformer.training.policies import NonFiniteLossError, Progress
 from tf_transformer.training.schedule import make_optimizer
+from tf_transformer.training.session import (
+    TrainingPolicies,
+    TrainResult,
+    WorkerLostError,
+    open_run,
+    watching_peers,
+    write_run_config,
+)
+from tf_transformer.training.summaries import file_writer
 from tf_transformer.training.train_step import TrainStep
-from tf_transformer.weights import model_checkpoint
+from tf_transformer.training.validate_every import Validate
 
 __all__ = ["NonFiniteLossError", "TrainResult", "WorkerLostError", "train", "write_run_config"]
-
-
-class WorkerLostError(RuntimeError, TransformerError):
-    """Another worker of a multi-worker job stopped (killed, crashed); this one stopped too."""
-
-
-# What a collective raises in the surviving workers when a peer dies (the coordination
-# service's heartbeats, or a connection refused).
-_PEER_ERRORS = (tf.errors.UnavailableError, tf.errors.CancelledError, tf.errors.AbortedError)
-
-
-@dataclasses.dataclass
-class TrainResult:
-    """What `train` did.
-
-    Attributes:
-      model: the trained model.
-      step: optimizer steps taken in total (across resumes).
-      epoch: completed epochs.
-      stopped_by: "SIGINT"/"SIGTERM" when a signal stopped the run, "max_steps",
-        "max_minutes" (the wall-clock budget), "patience" (dev BLEU stopped improving),
-        "another worker" (a signal or time budget seen by another worker of a multi-worker
-        job), or None when all epochs ran.
-      checkpoint: the last checkpoint written (or restored).
-      averaged_checkpoint: the averaged checkpoint, when `average_last` asked for one.
-      history: one dict per epoch finished in this call (loss, accuracy, val_loss, ...).
-      evaluations: one `Evaluation.to_dict()` per validation in this call (`eval_every`).
-      eval_seconds: the time those took, spent inside the training budget.
-      best_checkpoint: the best checkpoint by dev BLEU (`checkpoints/best/`), if any.
-    """
-
-    model: tf.keras.Model
-    step: int
-    epoch: int
-    stopped_by: str | None
-    checkpoint: str | None
-    averaged_checkpoint: str | None = None
-    history: list[dict] = dataclasses.field(default_factory=list)
-    evaluations: list[dict] = dataclasses.field(default_factory=list)
-    eval_seconds: float = 0.0
-    best_checkpoint: str | None = None
-
-
-def write_run_config(
-    run: RunDir,
-    model_config: ModelConfig,
-    train_config: TrainConfig,
-    data: dict | None = None,
-) -> None:
-    """Records the configs (and the data, when given) in config.json, in one write.
-
-    Refuses a run directory that holds checkpoints of another model configuration.
-    """
-    config = run.read_config() if run.exists() else {}
-    previous = config.get("model")
-    changed = previous is not None and ModelConfig.from_dict(previous) != model_config
-    if changed and tf.train.latest_checkpoint(str(run.checkpoints_path)):
-        raise ValueError(
-            f"{run.root} holds checkpoints of another model configuration; use a new "
-            "--run-dir or --overwrite."
-        )
-    config.update(model=model_config.to_dict(), train=train_config.to_dict())
-    if data is not None:
-        config["data"] = data
-    config.setdefault("data", {})
-    run.write_config(config)
 
 
 def train(
@@ -159,12 +99,9 @@ def train(
       ValueError: `run_dir` holds checkpoints of a different model configuration.
     """
     started = time.monotonic()
-    run = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
-    strategy = strategy or get_strategy(train_config.strategy)
-    chief = is_chief(strategy)
-    if chief:
-        write_run_config(run, model_config, train_config, data)
-    tf.keras.utils.set_random_seed(train_config.seed)
+    run, strategy, chief = open_run(
+        run_dir, model_config, train_config, data=data, strategy=strategy
+    )
     with strategy.scope():
         model = build_model(model_config, train_config.mixed_precision)
         optimizer = make_optimizer(model_config.d_model, train_config)
@@ -189,67 +126,52 @@ def train(
         strategy=strategy,
         accumulate_steps=train_config.accumulate_steps,
     )
-    loop = EpochLoop(run, train_config, steps, state, manager, progress, on_step, started, chief)
-    loop.last_checkpoint = latest
-    loop.validate = validate if train_config.eval_every else None
+    status = Progress(state)
+    val_writer = file_writer(run.logs_path / "validation", chief=chief)
+    logging = [
+        TrainSummaries(
+            status,
+            optimizer=optimizer,
+            log_every=train_config.log_every,
+            train_writer=file_writer(run.logs_path / "train", chief=chief),
+            val_writer=val_writer,
+            verbose=progress,
+        )
+    ]
+    if progress:
+        logging.append(ProgressBar(status, epochs=train_config.epochs, group_size=steps.group_size))
+    if on_step is not None:
+        logging.append(OnStep(status, on_step))
+
+    def stopped_at() -> str:
+        return (
+            f"this worker stopped at step {status.step}. Relaunch every worker with --resume "
+            f"to continue from the last checkpoint ({run.latest_checkpoint()})."
+        )
+
     try:
-        with StopSignal() as stop:
-            stopped_by, history = loop.run(train_ds, val_ds, stop)
-    except _PEER_ERRORS as error:
-        if not steps.multi_worker:
-            raise
-        raise WorkerLostError(
-            f"a worker of the multi-worker job stopped ({describe_lost_worker(error)}); this "
-            f"worker stopped at step {loop.step}. Relaunch every worker with --resume to "
-            f"continue from the last checkpoint ({run.latest_checkpoint()})."
-        ) from None
+        with StopSignal() as signal, watching_peers(steps.workers, stopped_at):
+            policies = TrainingPolicies.make(
+                run=run,
+                model_config=model_config,
+                train_config=train_config,
+                progress=status,
+                manager=manager,
+                signal=signal,
+                workers=steps.workers,
+                started=started,
+                optimizer=optimizer,
+                validate=validate,
+                writer=val_writer,
+                chief=chief,
+                verbose=progress,
+                restored=latest,
+            )
+            callbacks = policies.callbacks(after_step=tuple(logging))
+            history = EpochLoop(steps=steps, progress=status, callbacks=callbacks).run(
+                train_ds, val_ds
+            )
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
-    result = TrainResult(
-        model=model,
-        step=loop.step,
-        epoch=int(state.epoch.numpy()),
-        stopped_by=stopped_by,
-        checkpoint=loop.last_checkpoint if chief else run.latest_checkpoint(),
-        history=history,
-    )
-    if not chief:
-        return result
-    result.evaluations = [evaluation.to_dict() for evaluation in loop.evaluations]
-    result.eval_seconds = sum(evaluation.seconds for evaluation in loop.evaluations)
-    finished = (None, "max_steps", "max_minutes", "patience")
-    if stopped_by in finished and train_config.average_last > 1:
-        last = manager.checkpoints[-train_config.average_last :]
-        result.averaged_checkpoint = average_checkpoints(
-            last, lambda: build_model(model_config), run.averaged_path
-        )
-        result.eval_seconds += _offer_average(
-            loop, run, model_config, result.averaged_checkpoint, len(last), progress
-        )
-    result.best_checkpoint = run.latest_checkpoint("best")
-    return result
-
-
-def _offer_average(
-    loop: EpochLoop, run: RunDir, model_config, checkpoint: str, count: int, progress: bool
-) -> float:
-    """Scores the averaged checkpoint with the validation hook, which keeps it as
-    `checkpoints/best` when it beats the best so far (it often does); returns the seconds."""
-    offer = getattr(loop.validate, "offer", None)
-    if offer is None:
-        return 0.0
-    averaged = build_model(model_config)
-    model_checkpoint(averaged).restore(checkpoint).expect_partial()
-    source = f"averaged last {count}"
-    with loop.val_writer.as_default():
-        evaluation = offer(averaged, loop.step, source)
-    loop.val_writer.flush()
-    if progress:
-        kept = (run.best_record() or {}).get("source") == source
-        kept = "kept as the best" if kept else "not kept"
-        tqdm.write(
-            f"averaged last {count}: BLEU {evaluation.bleu:.1f} chrF "
-            f"{evaluation.chrf:.1f} ({kept}; best {evaluation.best_bleu:.1f})"
-        )
-    return evaluation.seconds
+    return policies.result(model, run, history=history, chief=chief)

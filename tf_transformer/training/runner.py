@@ -8,7 +8,6 @@ from the run's checkpoints.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -138,7 +137,7 @@ def run(
     `overwrite`): its tokenizers, model configuration and data are used (`model_config` is then
     ignored; `data` may say where the same corpus lives now), and its training configuration
     (unless `train_config` is given) with `train_changes` applied (e.g. a higher `max_steps`). The checkpoints then carry on
-    from the last one. The custom loop and `model.fit` share everything up to the loop itself.
+    from the last one. The custom loop and `model.fit` share everything but the step itself.
 
     Args:
       run_dir: the run directory (see `tf_transformer.run_dir`).
@@ -157,7 +156,7 @@ def run(
       progress: progress bars.
       on_step: custom loop only: called after every step with `(step, metrics)`.
 
-    With `train_config.eval_every` (custom loop only), the first `eval_sentences` validation
+    With `train_config.eval_every`, the first `eval_sentences` validation
     pairs are translated greedily every `eval_every` steps: dev BLEU and chrF and sample
     translations go to `logs/validation`, the best weights to `checkpoints/best/`, and
     `patience` evaluations without a better BLEU stop the run (see `training.validation`).
@@ -209,47 +208,32 @@ def run(
     }
     batches = epoch_batches(train_pairs, tokenizers, train_config)
     val_batches = validation_batches(validation_pairs, tokenizers, train_config)
-    if not fit:
-        validate = None
-        if train_config.eval_every:
-            from tf_transformer.training.validation import Validator
+    validate = None
+    if train_config.eval_every:
+        from tf_transformer.training.validation import Validator
 
-            validate = Validator.for_run(run, validation_pairs, tokenizers, train_config)
-        return train(
+        validate = Validator.for_run(run, validation_pairs, tokenizers, train_config)
+    if fit:
+        from tf_transformer.training.fit import fit as fit_model
+
+        return fit_model(
             run,
             model_config,
             train_config,
             batches,
             val_batches,
-            progress=progress,
-            on_step=on_step,
             validate=validate,
+            verbose=int(progress),
             **common,
         )
-    if train_config.eval_every:
-        warnings.warn(
-            "eval_every (dev BLEU, best checkpoint, patience) runs in the custom loop only; "
-            "model.fit ignores it.",
-            stacklevel=2,
-        )
-    from tf_transformer.training.fit import fit as fit_model
-
-    model, history = fit_model(
-        run, model_config, train_config, batches, val_batches, verbose=int(progress), **common
-    )
-    step = int(model.optimizer.iterations.numpy())
-    max_steps = train_config.max_steps
-    return TrainResult(
-        model=model,
-        step=step,
-        epoch=len(history.epoch),
-        stopped_by="max_steps" if max_steps is not None and step >= max_steps else None,
-        checkpoint=run.latest_checkpoint(),
-        history=[
-            {
-                "epoch": epoch + 1,
-                **{name: values[epoch] for name, values in history.history.items()},
-            }
-            for epoch in range(len(history.epoch))
-        ],
+    return train(
+        run,
+        model_config,
+        train_config,
+        batches,
+        val_batches,
+        progress=progress,
+        on_step=on_step,
+        validate=validate,
+        **common,
     )

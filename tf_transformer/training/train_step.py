@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from tf_transformer.masks import create_masks
 from tf_transformer.text.special_tokens import PAD_ID
-from tf_transformer.training.distribute import distribute_batches, num_workers
+from tf_transformer.training.distribute import Workers, distribute_batches
 from tf_transformer.training.losses import masked_correct_sum, masked_loss_sum
 
 IDS_SPEC = tf.TensorSpec(shape=(None, None), dtype=tf.int64)
@@ -121,7 +121,8 @@ class TrainStep:
         if self.accumulate_steps > 1:
             self._make_accumulators()
             self.apply_step = tf.function(self._apply_step, autograph=False)
-        self._sum_over_replicas = tf.function(self._sum_over_replicas_step, autograph=False)
+        # The loops of a multi-worker job agree on when to stop (see `Workers`).
+        self.workers = Workers(self.strategy)
         # Distributed batches have the spec of the distributed dataset (per-replica values):
         # `updates` and `distribute` take it from their first dataset, so that each step is
         # traced once for all batch shapes (not for the first shape, then again relaxed).
@@ -144,11 +145,6 @@ class TrainStep:
     @property
     def distributed(self) -> bool:
         return self.strategy.num_replicas_in_sync > 1
-
-    @property
-    def multi_worker(self) -> bool:
-        """Whether several processes train together (their loops must agree on when to stop)."""
-        return num_workers(self.strategy) > 1
 
     @property
     def group_size(self) -> int:
@@ -276,31 +272,6 @@ class TrainStep:
         for total in [*self._gradient_sums, *self._metric_sums.values()]:
             total.assign(tf.zeros_like(total))
         return sums
-
-    # Agreement between workers.
-
-    def any_worker(self, flag: bool) -> bool:
-        """True when `flag` is true in any worker (a collective: every worker must call it).
-
-        The loops of a multi-worker job stop together: a signal, a time budget or a patience
-        verdict seen by one worker alone would leave the others waiting in their next step.
-        Without several workers it returns `flag`.
-        """
-        if not self.multi_worker:
-            return bool(flag)
-        return bool(self._sum_over_replicas(tf.constant(float(flag))) > 0)
-
-    def mean_over_workers(self, value: float) -> float:
-        """`value` averaged over the workers (a collective, like `any_worker`): one number that
-        every worker agrees on, e.g. the fraction of a time budget left by their clocks."""
-        if not self.multi_worker:
-            return float(value)
-        # Every replica of a worker adds that worker's value (the same number of replicas each).
-        total = float(self._sum_over_replicas(tf.constant(float(value))))
-        return total / self.strategy.num_replicas_in_sync
-
-    def _sum_over_replicas_step(self, flag):
-        return self.strategy.reduce(_SUM, self.strategy.run(tf.identity, args=(flag,)), axis=None)
 
     def evaluate(self, dataset: tf.data.Dataset) -> dict[str, float]:
         """Mean token loss and accuracy over a dataset of batches (split among replicas)."""

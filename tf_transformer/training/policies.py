@@ -1,0 +1,268 @@
+"""The training policies, written once for the custom loop and `model.fit`: Keras callbacks.
+
+`model.fit` calls them itself; the custom loop (`EpochLoop`) calls the same callbacks through a
+`tf.keras.callbacks.CallbackList`, so the two differ only in who calls the step. Every policy
+reads where the run stands from one `Progress` (the step, the epoch, the batches of the epoch:
+the `TrainState` that the checkpoints save), which the loop advances itself and `FitProgress`
+keeps up to date under `model.fit`.
+
+Within a step they run in the order `TrainingPolicies.callbacks` gives: `CoolDown` before the
+step; after it `NonFiniteLoss` (which raises before anything is saved), `Checkpoints`,
+`ValidateEvery` (dev BLEU, `checkpoints/best/`, patience), then `StopRules`, which decides last,
+so that an evaluation's time counts before the run goes on; at the end `Checkpoints` saves and
+`AverageLast` averages.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import tensorflow as tf
+
+from tf_transformer.errors import TransformerError
+from tf_transformer.training.budget import Budget
+from tf_transformer.training.checkpoints import StopSignal, TrainState
+from tf_transformer.training.distribute import Workers
+from tf_transformer.training.schedule import find_cooldown
+
+
+class NonFiniteLossError(FloatingPointError, TransformerError):
+    """The loss became NaN or infinite; the run stopped without saving that state."""
+
+
+@dataclasses.dataclass(eq=False)
+class Progress:
+    """Where a training call stands: read by every policy, advanced by whoever calls the step.
+
+    Attributes:
+      state: the run's counters (step, epoch, position), saved in its checkpoints.
+      batches_per_epoch: the size of an epoch once known (the loop counts its first epoch;
+        under `model.fit`, its `steps` per epoch when it knows them), in `position`'s units.
+      stopped_by: why a policy stopped the run (see `TrainResult.stopped_by`).
+    """
+
+    state: TrainState = dataclasses.field(default_factory=TrainState)
+    batches_per_epoch: int | None = None
+    stopped_by: str | None = None
+
+    @property
+    def step(self) -> int:
+        return int(self.state.step.numpy())
+
+    @property
+    def epoch(self) -> int:
+        return int(self.state.epoch.numpy())
+
+    @property
+    def position(self) -> int:
+        return int(self.state.position.numpy())
+
+    def key(self) -> tuple[int, int, int]:
+        """The state as a tuple: a checkpoint of an equal key would save nothing new."""
+        return self.step, self.epoch, self.position
+
+
+class Policy(tf.keras.callbacks.Callback):
+    """A callback that reads `progress` and may stop the run."""
+
+    def __init__(self, progress: Progress):
+        super().__init__()
+        self.progress = progress
+
+    def stop(self, reason: str | None) -> None:
+        """Ends the run after this step; the first reason given is the one kept."""
+        if not self.model.stop_training:
+            self.progress.stopped_by = reason
+        self.model.stop_training = True
+
+
+class FitProgress(Policy):
+    """Keeps `progress` up to date under `model.fit` (the custom loop advances it itself).
+
+    `position` counts `fit`'s steps of the epoch; the step is the optimizer's update count.
+    """
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.progress.state.epoch.assign(epoch)
+        self.progress.batches_per_epoch = self.params.get("steps")
+        self._update(0)
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self._update(batch)
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._update(batch + 1)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.progress.state.epoch.assign(epoch + 1)
+        self.progress.state.position.assign(0)
+
+    def _update(self, position: int) -> None:
+        self.progress.state.step.assign(self.model.optimizer.iterations)
+        self.progress.state.position.assign(position)
+
+
+class StopRules(Policy):
+    """Stops the run by `budget`'s rules (steps, minutes, epochs) and on SIGINT/SIGTERM.
+
+    The workers of a multi-worker job stop at the same step: a signal or a time budget seen
+    by one of them stops all (`stopped_by="another worker"` in the others). The run stops with
+    `stopped_by` the signal's name, "max_steps" or "max_minutes"; None when all epochs ran.
+
+    Args:
+      progress: the run's progress.
+      budget: the limits.
+      signal: the `StopSignal` the trainer entered.
+      workers: the agreement between workers (default: one process).
+    """
+
+    def __init__(
+        self,
+        progress: Progress,
+        *,
+        budget: Budget,
+        signal: StopSignal,
+        workers: Workers | None = None,
+    ):
+        super().__init__(progress)
+        self.budget = budget
+        self.signal = signal
+        self.workers = workers or Workers(tf.distribute.get_strategy())
+
+    def on_train_begin(self, logs=None):
+        # A resumed run may have nothing left to do.
+        if self.budget.steps_done(self.progress.step):
+            self.stop("max_steps")
+        elif self.budget.epochs_done(self.progress.epoch):
+            self.stop(None)
+
+    def on_train_batch_end(self, batch, logs=None):
+        steps_done = self.budget.steps_done(self.progress.step)
+        local = bool(self.signal.requested) or self.budget.out_of_time()
+        if not self.workers.any(local) and not steps_done:
+            return
+        if self.signal.requested:
+            self.stop(self.signal.requested)
+        elif steps_done:
+            self.stop("max_steps")
+        else:
+            self.stop("max_minutes" if self.budget.out_of_time() else "another worker")
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.budget.epochs_done(self.progress.epoch):
+            self.stop(None)
+
+
+class CoolDown(Policy):
+    """Before each step, tells the optimizer's `Cooldown` schedule how much of `budget` is
+    left (every worker the same number: their clocks differ). Does nothing without one.
+
+    Args:
+      progress: the run's progress.
+      budget: the limits the rate cools down towards.
+      optimizer: the optimizer (default: the model's, as compiled for `fit`).
+      workers: the agreement between workers (default: one process).
+    """
+
+    def __init__(self, progress: Progress, *, budget: Budget, optimizer=None, workers=None):
+        super().__init__(progress)
+        self.budget = budget
+        self.optimizer = optimizer
+        self.workers = workers or Workers(tf.distribute.get_strategy())
+        self.cooldown = None
+
+    def on_train_begin(self, logs=None):
+        self.cooldown = find_cooldown(self.optimizer or self.model.optimizer)
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if self.cooldown is None:
+            return
+        progress = self.progress
+        left = self.budget.left(
+            progress.step,
+            epoch=progress.epoch,
+            position=progress.position,
+            batches_per_epoch=progress.batches_per_epoch,
+        )
+        self.cooldown.set_left(self.workers.mean(left))
+
+
+class Checkpoints(Policy):
+    """Saves the run every `every` steps and at the steps `ValidateEvery` evaluates (so that
+    `checkpoints/best/` names a step that `checkpoints/` holds too), at each epoch end and when
+    the run ends; never the same state twice.
+
+    Args:
+      progress: the run's progress (its `state` is in `manager`'s checkpoint).
+      manager: the `CheckpointManager` of model, optimizer and state.
+      every: steps between checkpoints.
+      eval_every: steps between evaluations, or None.
+      restored: the checkpoint the run resumed from, if any.
+    """
+
+    def __init__(
+        self,
+        progress: Progress,
+        *,
+        manager: tf.train.CheckpointManager,
+        every: int,
+        eval_every: int | None = None,
+        restored: str | None = None,
+    ):
+        super().__init__(progress)
+        self.manager = manager
+        self.every = every
+        self.eval_every = eval_every
+        self.last = restored  # the last checkpoint written (or restored)
+        self._saved = None  # the key of the state last saved
+
+    def on_train_begin(self, logs=None):
+        self._saved = self.progress.key() if self.last else None
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = self.progress.step
+        due = step % self.every == 0 or (self.eval_every and step % self.eval_every == 0)
+        # `fit` calls this once per micro-batch when it accumulates: once per step is enough.
+        if due and (self._saved is None or self._saved[0] != step):
+            self.save()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.save()
+
+    def on_train_end(self, logs=None):
+        self.save()
+
+    def save(self) -> None:
+        if self.progress.key() != self._saved:
+            self.last = self.manager.save(checkpoint_number=self.progress.state.step)
+            self._saved = self.progress.key()
+
+
+class NonFiniteLoss(Policy):
+    """Stops the run at the first step whose loss is NaN or infinite, by raising
+    `NonFiniteLossError`, before any policy saves that step.
+
+    It raises rather than setting `stop_training` (as Keras' `TerminateOnNaN` does): a stopped
+    run still ends its epoch and saves, which would write the broken weights over the last good
+    ones (checkpoints, and `fit`'s backup and model.keras).
+
+    Args:
+      progress: the run's progress.
+      checkpoints: names the last good checkpoint in the error.
+    """
+
+    def __init__(self, progress: Progress, *, checkpoints: Checkpoints):
+        super().__init__(progress)
+        self.checkpoints = checkpoints
+
+    def on_train_batch_end(self, batch, logs=None):
+        loss = np.asarray((logs or {}).get("loss", 0.0), dtype=np.float64)
+        if np.all(np.isfinite(loss)):
+            return
+        last = self.checkpoints.last or "none yet"
+        raise NonFiniteLossError(
+            f"the loss became {float(loss.ravel()[0])} at step {self.progress.step} (epoch "
+            f"{self.progress.epoch + 1}); stopped without saving. The last good checkpoint is "
+            f"{last}. Lower the learning rate (--warmup-steps) or train in float32."
+        )
