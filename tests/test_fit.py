@@ -7,10 +7,15 @@ import tensorflow as tf
 from tests.test_train import MODEL, TRAIN, copy_task
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training.fit import compile_model, fit, fit_paths
+from tf_transformer.training.loop import NonFiniteLossError, train
 from tf_transformer.training.losses import MaskedSparseCrossEntropy
 from tf_transformer.training.mixed_precision import build_model
 from tf_transformer.training.schedule import WarmupSchedule, make_optimizer
 from tf_transformer.training.train_step import TrainStep
+
+
+def _weights(model) -> list[np.ndarray]:
+    return [w.numpy() for w in model.weights]
 
 
 def test_compiled_loss_equals_custom_loop_loss():
@@ -52,3 +57,23 @@ def test_fit_trains_and_saves_a_loadable_keras_model(tmp_path):
         reloaded((src, tgt_in)).numpy(), model((src, tgt_in)).numpy(), atol=1e-5
     )
     assert (tmp_path / "run" / "logs" / "fit" / "train").is_dir()
+
+
+@pytest.mark.parametrize("trainer", ["loop", "fit"])
+def test_a_non_finite_loss_stops_at_its_step_and_keeps_the_last_good_checkpoint(tmp_path, trainer):
+    # A real blow-up: an absurd learning rate sends the weights to inf within a few steps.
+    config = TRAIN.replace(max_steps=50, lr_scale=1e30, warmup_steps=1, checkpoint_every=1)
+    run_dir = tmp_path / "run"
+    with pytest.raises(NonFiniteLossError, match="stopped without saving") as error:
+        if trainer == "loop":
+            train(run_dir, MODEL, config, copy_task, progress=False)
+        else:
+            fit(run_dir, MODEL, config, copy_task, verbose=0)
+    (line,) = str(error.value).splitlines()
+    step = int(line.split(" at step ")[1].split()[0])
+    run = RunDir(run_dir)
+    latest = run.latest_checkpoint()
+    # Every step before it was saved (checkpoint_every 1), and nothing of that step.
+    assert step > 1 and latest.endswith(f"ckpt-{step - 1}") and latest in line
+    assert not list(run.checkpoints_path.glob(f"ckpt-{step}.*"))
+    assert all(np.isfinite(w).all() for w in _weights(run.load_model(latest)))

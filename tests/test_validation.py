@@ -18,7 +18,8 @@ from tf_transformer.config import DataConfig, TrainConfig, get_preset, get_train
 from tf_transformer.inference.evaluate import Scores, evaluate
 from tf_transformer.inference.translator import Translator
 from tf_transformer.run_dir import RunDir
-from tf_transformer.training import loop
+from tf_transformer.training import budget
+from tf_transformer.training.fit import fit
 from tf_transformer.training.loop import train
 from tf_transformer.training.mixed_precision import build_model
 from tf_transformer.training.validation import BestCheckpoint, Evaluation, Validator
@@ -155,6 +156,11 @@ def _train(run_dir, validator, **changes):
     return train(run_dir, MODEL, config, copy_task, progress=False, validate=validator)
 
 
+def _fit(run_dir, validator, **changes):
+    config = TRAIN.replace(checkpoint_every=100, keep_checkpoints=10, **changes)
+    return fit(run_dir, MODEL, config, copy_task, validate=validator, verbose=0)
+
+
 def test_best_checkpoint_keeps_the_best_step(tmp_path):
     # BLEU ties at step 8 with a lower chrF: step 4 stays the best.
     values = [(1.0, 10.0), (5.0, 20.0), (3.0, 30.0), (5.0, 15.0)]
@@ -175,6 +181,26 @@ def test_best_checkpoint_keeps_the_best_step(tmp_path):
     assert sorted(p.name for p in run.best_path.glob("*.index")) == ["ckpt-4.index"]
     _assert_same_weights(run.load_model("best"), run.load_model(f"{run.checkpoints_path}/ckpt-4"))
     assert not np.array_equal(_weights(run.load_model("best"))[0], _weights(result.model)[0])
+
+
+def test_fit_validates_every_n_steps_keeps_the_best_and_stops_on_patience(tmp_path):
+    # The custom loop's policies under model.fit: evaluations at steps 2, 4, 6, 8; step 4's
+    # weights kept as the best; patience 2 stops at step 8; the average (last value) loses.
+    values = [(5.0, 50.0), (6.0, 60.0), (4.0, 40.0), (6.0, 59.0), (3.0, 30.0)]
+    validator = ScriptedValidator(tmp_path, values, patience=2)
+    result = _fit(tmp_path, validator, max_steps=100, eval_every=2, average_last=2)
+    run = RunDir(tmp_path)
+    assert result.stopped_by == "patience" and result.step == 8
+    assert [e["step"] for e in result.evaluations] == [2, 4, 6, 8]
+    assert result.evaluations[-1]["stop"] and result.checkpoint.endswith("ckpt-8")
+    assert [step for step, _ in read_scalars(run.logs_path / "validation")["bleu"]] == [2, 4, 6, 8]
+    record = run.best_record()
+    assert (record["step"], record["evaluations_since"], "source" in record) == (4, 2, False)
+    assert result.best_checkpoint == str(run.best_path / "ckpt-4")
+    _assert_same_weights(run.load_model("best"), run.load_model(f"{run.checkpoints_path}/ckpt-4"))
+    assert not np.array_equal(_weights(run.load_model("best"))[0], _weights(result.model)[0])
+    assert result.averaged_checkpoint == run.latest_checkpoint("averaged")
+    assert next(validator.values, None) is None  # the average was scored
 
 
 def test_equal_bleu_is_broken_by_chrf(tmp_path):
@@ -235,8 +261,8 @@ def test_resume_keeps_the_best_record_and_the_patience_count(tmp_path):
 
 def test_evaluation_time_counts_in_the_budget(tmp_path, monkeypatch):
     clock = {"offset": 0.0}
-    monotonic = loop.time.monotonic
-    monkeypatch.setattr(loop.time, "monotonic", lambda: monotonic() + clock["offset"])
+    monotonic = budget.time.monotonic  # the clock of the time budget
+    monkeypatch.setattr(budget.time, "monotonic", lambda: monotonic() + clock["offset"])
 
     def slow_evaluation():  # an evaluation that takes an hour
         clock["offset"] += 3600.0

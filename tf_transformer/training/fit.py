@@ -11,21 +11,18 @@ from __future__ import annotations
 import math
 import shutil
 import tempfile
-import time
 from pathlib import Path
 
 import tensorflow as tf
 
 from tf_transformer.config import ModelConfig, TrainConfig
 from tf_transformer.run_dir import RunDir
-from tf_transformer.training.checkpoints import StopSignal, make_checkpoint_manager
-from tf_transformer.training.distribute import Workers, distribute_batches, num_workers
+from tf_transformer.training.distribute import distribute_batches, num_workers
 from tf_transformer.training.fit_optimizer import fit_optimizer
 from tf_transformer.training.losses import MaskedAccuracy, MaskedSparseCrossEntropy
 from tf_transformer.training.mixed_precision import build_model
 from tf_transformer.training.policies import FitProgress, Progress
-from tf_transformer.training.session import TrainingPolicies, TrainResult, open_run, watching_peers
-from tf_transformer.training.summaries import file_writer
+from tf_transformer.training.session import Session, TrainResult
 from tf_transformer.training.validate_every import Validate
 
 
@@ -53,23 +50,6 @@ def fit_paths(run_dir: str | Path | RunDir) -> dict[str, Path]:
         "model": run.root / "fit" / "model.keras",
         "backup": run.root / "fit" / "backup",
     }
-
-
-def _stack_step_logs(model: tf.keras.Model) -> None:
-    """Gives each of `model`'s fit/evaluate step logs a leading axis of 1.
-
-    Keras 3 averages a step's logs over the workers of a `MultiWorkerMirroredStrategy` with
-    `strategy.reduce("MEAN", value, axis=0)`, which fails on scalar metrics ("Invalid
-    reduction dimension 0 for input with 0 dimensions", keras-team/keras#20585). With the
-    axis, the mean over it is the mean over the replicas, a scalar again.
-    """
-    train_step, test_step = model.train_step, model.test_step
-
-    def stacked(logs):
-        return tf.nest.map_structure(lambda value: value[tf.newaxis], logs)
-
-    model.train_step = lambda data: stacked(train_step(data))
-    model.test_step = lambda data: stacked(test_step(data))
 
 
 def _stack_step_logs(model: tf.keras.Model) -> None:
@@ -175,10 +155,8 @@ def fit(
       NonFiniteLossError: the loss became NaN/inf (the last good checkpoint is kept).
       WorkerLostError: another worker of a multi-worker job stopped.
     """
-    started = time.monotonic()
-    run, strategy, chief = open_run(
-        run_dir, model_config, train_config, data=data, strategy=strategy
-    )
+    session = Session.open(run_dir, model_config, train_config, data=data, strategy=strategy)
+    run, strategy, chief = session.run, session.strategy, session.chief
     with strategy.scope():
         model = compile_model(build_model(model_config, train_config.mixed_precision), train_config)
         # Here, not in fit's first step: a strategy's variables cannot be made inside it.
@@ -201,14 +179,9 @@ def fit(
         if fit_paths(run)["backup"].is_dir():
             shutil.copytree(fit_paths(run)["backup"], fit_paths(writes)["backup"])
     status = Progress()
-    manager = make_checkpoint_manager(
-        writes.checkpoints_path,
-        model=model,
-        optimizer=model.optimizer,
-        state=status.state,
-        max_to_keep=max(train_config.keep_checkpoints, train_config.average_last),
+    manager = session.checkpoint_manager(
+        writes.checkpoints_path, model=model, optimizer=model.optimizer, state=status.state
     )
-    workers = Workers(strategy)
     # Keras 3 "symbolically builds" a model made under a strategy by averaging the first
     # distributed batch over the replicas, which fails when they hold batches of different
     # shapes (and across workers). Unset, `fit` finds the strategy in the scope around it
@@ -217,31 +190,15 @@ def fit(
     if num_workers(strategy) > 1:
         _stack_step_logs(model)
 
-    def stopped_at() -> str:
-        return (
-            f"this worker stopped at step {status.step}. Relaunch every worker with --resume "
-            f"to continue from the last epoch ({fit_paths(run)['backup']})."
-        )
-
+    backup = fit_paths(run)["backup"]
     try:
-        with StopSignal() as signal, watching_peers(workers, stopped_at):
-            evaluating = validate is not None and train_config.eval_every is not None
-            policies = TrainingPolicies.make(
-                run=run,
-                model_config=model_config,
-                train_config=train_config,
-                progress=status,
-                manager=manager,
-                signal=signal,
-                workers=workers,
-                started=started,
-                validate=validate,
-                writer=file_writer(run.logs_path / "validation", chief=chief)
-                if evaluating
-                else None,
-                chief=chief,
-                verbose=verbose != 0,
-            )
+        with session.policies(
+            status,
+            manager,
+            resume_from=lambda: f"the last epoch ({backup})",
+            validate=validate,
+            verbose=verbose != 0,
+        ) as policies:
             callbacks = make_callbacks(
                 writes,
                 validation=val_ds is not None,
@@ -267,4 +224,4 @@ def fit(
         {"epoch": epoch + 1, **{name: values[i] for name, values in history.history.items()}}
         for i, epoch in enumerate(history.epoch)
     ]
-    return policies.result(model, run, history=records, chief=chief)
+    return policies.result(model, session, records)

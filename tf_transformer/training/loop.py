@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,23 +11,16 @@ import tensorflow as tf
 
 from tf_transformer.config import ModelConfig, TrainConfig
 from tf_transformer.run_dir import RunDir
-from tf_transformer.training.checkpoints import (
-    StopSignal,
-    TrainState,
-    make_checkpoint_manager,
-    restore_newest,
-)
+from tf_transformer.training.checkpoints import TrainState, restore_newest
 from tf_transformer.training.epoch_loop import Batches, EpochLoop
 from tf_transformer.training.logs import OnStep, ProgressBar, TrainSummaries
 from tf_transformer.training.mixed_precision import build_model
 from tf_transformer.training.policies import NonFiniteLossError, Progress
 from tf_transformer.training.schedule import make_optimizer
 from tf_transformer.training.session import (
-    TrainingPolicies,
+    Session,
     TrainResult,
     WorkerLostError,
-    open_run,
-    watching_peers,
     write_run_config,
 )
 from tf_transformer.training.summaries import file_writer
@@ -98,10 +90,8 @@ def train(
       WorkerLostError: another worker of a multi-worker job stopped.
       ValueError: `run_dir` holds checkpoints of a different model configuration.
     """
-    started = time.monotonic()
-    run, strategy, chief = open_run(
-        run_dir, model_config, train_config, data=data, strategy=strategy
-    )
+    session = Session.open(run_dir, model_config, train_config, data=data, strategy=strategy)
+    run, strategy, chief = session.run, session.strategy, session.chief
     with strategy.scope():
         model = build_model(model_config, train_config.mixed_precision)
         optimizer = make_optimizer(model_config.d_model, train_config)
@@ -110,13 +100,8 @@ def train(
     # Non-chief workers save like the chief (a save may hold collectives) into a directory of
     # their own, removed at the end (the tf.distribute multi-worker guide's pattern).
     scratch = None if chief else Path(tempfile.mkdtemp(prefix="tf_transformer_worker_"))
-    manager = make_checkpoint_manager(
-        run.checkpoints_path if chief else scratch / "checkpoints",
-        model=model,
-        optimizer=optimizer,
-        state=state,
-        max_to_keep=max(train_config.keep_checkpoints, train_config.average_last),
-    )
+    directory = run.checkpoints_path if chief else scratch / "checkpoints"
+    manager = session.checkpoint_manager(directory, model=model, optimizer=optimizer, state=state)
     # The newest whole checkpoint: torn ones (a full disk, a cut copy) are passed over.
     latest = restore_newest(manager.checkpoint, run.checkpoints_path)
     steps = TrainStep(
@@ -127,14 +112,13 @@ def train(
         accumulate_steps=train_config.accumulate_steps,
     )
     status = Progress(state)
-    val_writer = file_writer(run.logs_path / "validation", chief=chief)
     logging = [
         TrainSummaries(
             status,
             optimizer=optimizer,
             log_every=train_config.log_every,
             train_writer=file_writer(run.logs_path / "train", chief=chief),
-            val_writer=val_writer,
+            val_writer=session.validation_writer,
             verbose=progress,
         )
     ]
@@ -143,35 +127,20 @@ def train(
     if on_step is not None:
         logging.append(OnStep(status, on_step))
 
-    def stopped_at() -> str:
-        return (
-            f"this worker stopped at step {status.step}. Relaunch every worker with --resume "
-            f"to continue from the last checkpoint ({run.latest_checkpoint()})."
-        )
-
     try:
-        with StopSignal() as signal, watching_peers(steps.workers, stopped_at):
-            policies = TrainingPolicies.make(
-                run=run,
-                model_config=model_config,
-                train_config=train_config,
-                progress=status,
-                manager=manager,
-                signal=signal,
-                workers=steps.workers,
-                started=started,
-                optimizer=optimizer,
-                validate=validate,
-                writer=val_writer,
-                chief=chief,
-                verbose=progress,
-                restored=latest,
-            )
+        with session.policies(
+            status,
+            manager,
+            resume_from=lambda: f"the last checkpoint ({run.latest_checkpoint()})",
+            optimizer=optimizer,
+            validate=validate,
+            verbose=progress,
+            restored=latest,
+        ) as policies:
             callbacks = policies.callbacks(after_step=tuple(logging))
-            history = EpochLoop(steps=steps, progress=status, callbacks=callbacks).run(
-                train_ds, val_ds
-            )
+            loop = EpochLoop(steps=steps, progress=status, callbacks=callbacks)
+            history = loop.run(train_ds, val_ds)
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
-    return policies.result(model, run, history=history, chief=chief)
+    return policies.result(model, session, history)

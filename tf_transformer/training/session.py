@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -15,7 +17,7 @@ from tf_transformer.errors import TransformerError
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training.average_last import AverageLast
 from tf_transformer.training.budget import Budget
-from tf_transformer.training.checkpoints import StopSignal
+from tf_transformer.training.checkpoints import StopSignal, make_checkpoint_manager
 from tf_transformer.training.distribute import (
     Workers,
     describe_lost_worker,
@@ -29,6 +31,7 @@ from tf_transformer.training.policies import (
     Progress,
     StopRules,
 )
+from tf_transformer.training.summaries import file_writer
 from tf_transformer.training.validate_every import Validate, ValidateEvery
 
 
@@ -98,41 +101,93 @@ def write_run_config(
     run.write_config(config)
 
 
-def open_run(
-    run_dir: str | Path | RunDir,
-    model_config: ModelConfig,
-    train_config: TrainConfig,
-    *,
-    data: dict | None = None,
-    strategy: tf.distribute.Strategy | None = None,
-) -> tuple[RunDir, tf.distribute.Strategy, bool]:
-    """Starts a training call: the chief records the configs; every worker seeds alike.
+@dataclasses.dataclass
+class Session:
+    """One training call, the custom loop's or `model.fit`'s: what both do around the step.
 
-    Returns:
-      `(run, strategy, chief)`.
+    Attributes:
+      run: the run directory.
+      model_config, train_config: the call's configs.
+      strategy: the `tf.distribute` strategy.
+      chief: whether this process writes the run directory.
+      workers: the agreement between the workers of a multi-worker job.
+      started: `time.monotonic()` when the call started (`max_minutes` counts from it).
     """
-    run = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
-    strategy = strategy or get_strategy(train_config.strategy)
-    chief = is_chief(strategy)
-    if chief:
-        write_run_config(run, model_config, train_config, data)
-    tf.keras.utils.set_random_seed(train_config.seed)
-    return run, strategy, chief
 
+    run: RunDir
+    model_config: ModelConfig
+    train_config: TrainConfig
+    strategy: tf.distribute.Strategy
+    chief: bool
+    workers: Workers
+    started: float
 
-@contextlib.contextmanager
-def watching_peers(workers: Workers, stopped_at: Callable[[], str]) -> Iterator[None]:
-    """Turns the error of a collective whose peer died into one `WorkerLostError` line;
-    `stopped_at()` says where this worker stopped and where a relaunch resumes."""
-    try:
-        yield
-    except _PEER_ERRORS as error:
-        if not workers.multi_worker:
-            raise
-        raise WorkerLostError(
-            f"a worker of the multi-worker job stopped ({describe_lost_worker(error)}); "
-            f"{stopped_at()}"
-        ) from None
+    @classmethod
+    def open(
+        cls,
+        run_dir: str | Path | RunDir,
+        model_config: ModelConfig,
+        train_config: TrainConfig,
+        *,
+        data: dict | None = None,
+        strategy: tf.distribute.Strategy | None = None,
+    ) -> Session:
+        """Starts a call: the chief records the configs (and `data`); every worker seeds alike."""
+        started = time.monotonic()
+        run = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
+        strategy = strategy or get_strategy(train_config.strategy)
+        chief = is_chief(strategy)
+        if chief:
+            write_run_config(run, model_config, train_config, data)
+        tf.keras.utils.set_random_seed(train_config.seed)
+        return cls(run, model_config, train_config, strategy, chief, Workers(strategy), started)
+
+    def checkpoint_manager(
+        self, directory: Path, *, model, optimizer, state
+    ) -> tf.train.CheckpointManager:
+        """The manager of the call's checkpoints in `directory`: it keeps `keep_checkpoints`,
+        or the `average_last` that the end averages."""
+        config = self.train_config
+        return make_checkpoint_manager(
+            directory,
+            model=model,
+            optimizer=optimizer,
+            state=state,
+            max_to_keep=max(config.keep_checkpoints, config.average_last),
+        )
+
+    @functools.cached_property
+    def validation_writer(self):
+        """The `logs/validation` summary writer (made when first asked for): dev BLEU, and the
+        custom loop's validation loss."""
+        return file_writer(self.run.logs_path / "validation", chief=self.chief)
+
+    @contextlib.contextmanager
+    def policies(
+        self,
+        progress: Progress,
+        manager: tf.train.CheckpointManager,
+        *,
+        resume_from: Callable[[], str],
+        **options,
+    ) -> Iterator[TrainingPolicies]:
+        """The call's policies (`TrainingPolicies.make`'s `options`), inside SIGINT/SIGTERM
+        handling; a collective that fails because a peer died raises one `WorkerLostError`
+        line, which says where this worker stopped and, by `resume_from()`, where a relaunch
+        with --resume continues."""
+        try:
+            with StopSignal() as signal:
+                yield TrainingPolicies.make(
+                    session=self, progress=progress, manager=manager, signal=signal, **options
+                )
+        except _PEER_ERRORS as error:
+            if not self.workers.multi_worker:
+                raise
+            raise WorkerLostError(
+                f"a worker of the multi-worker job stopped ({describe_lost_worker(error)}); "
+                f"this worker stopped at step {progress.step}. Relaunch every worker with "
+                f"--resume to continue from {resume_from()}."
+            ) from None
 
 
 @dataclasses.dataclass
@@ -158,28 +213,22 @@ class TrainingPolicies:
     def make(
         cls,
         *,
-        run: RunDir,
-        model_config: ModelConfig,
-        train_config: TrainConfig,
+        session: Session,
         progress: Progress,
         manager: tf.train.CheckpointManager,
         signal: StopSignal,
-        workers: Workers,
-        started: float,
         optimizer: tf.keras.optimizers.Optimizer | None = None,
         validate: Validate | None = None,
-        writer=None,
-        chief: bool = True,
         verbose: bool = False,
         restored: str | None = None,
     ) -> TrainingPolicies:
-        """The policies of `train_config` for a call started at `started` (`time.monotonic()`).
+        """The policies of `session`'s `train_config`.
 
-        `optimizer` defaults to the model's (`fit`); `writer` is the `logs/validation` summary
-        writer that `validate` writes into; `restored` the checkpoint the call resumed from.
+        `optimizer` defaults to the model's (`fit`); `validate` writes into the session's
+        `validation_writer`; `restored` is the checkpoint the call resumed from.
         """
-        config = train_config
-        budget = Budget(config.max_steps, config.max_minutes, config.epochs, started)
+        config, workers, chief = session.train_config, session.workers, session.chief
+        budget = Budget(config.max_steps, config.max_minutes, config.epochs, session.started)
         evaluating = validate is not None and config.eval_every is not None
         checkpoints = Checkpoints(
             progress,
@@ -194,7 +243,7 @@ class TrainingPolicies:
                 progress,
                 validate=validate,
                 every=config.eval_every,
-                writer=writer,
+                writer=session.validation_writer,
                 workers=workers,
                 chief=chief,
                 verbose=verbose,
@@ -205,8 +254,8 @@ class TrainingPolicies:
                 progress,
                 manager=manager,
                 count=config.average_last,
-                run=run,
-                model_config=model_config,
+                run=session.run,
+                model_config=session.model_config,
                 validation=validation,
                 verbose=verbose,
             )
@@ -227,12 +276,10 @@ class TrainingPolicies:
         ordered += (self.validation, self.stop_rules, self.average)
         return [callback for callback in ordered if callback is not None]
 
-    def result(
-        self, model: tf.keras.Model, run: RunDir, *, history: list[dict], chief: bool = True
-    ) -> TrainResult:
+    def result(self, model: tf.keras.Model, session: Session, history: list[dict]) -> TrainResult:
         """The `TrainResult` of the call (a worker other than the chief names the chief's
         latest checkpoint, and reports no evaluations)."""
-        progress = self.progress
+        progress, run, chief = self.progress, session.run, session.chief
         result = TrainResult(
             model=model,
             step=progress.step,

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from tf_transformer.masks import create_masks
 from tf_transformer.text.special_tokens import PAD_ID
-from tf_transformer.training.distribute import Workers, distribute_batches
+from tf_transformer.training.distribute import distribute_batches
 from tf_transformer.training.losses import masked_correct_sum, masked_loss_sum
 
 IDS_SPEC = tf.TensorSpec(shape=(None, None), dtype=tf.int64)
@@ -121,8 +121,6 @@ class TrainStep:
         if self.accumulate_steps > 1:
             self._make_accumulators()
             self.apply_step = tf.function(self._apply_step, autograph=False)
-        # The loops of a multi-worker job agree on when to stop (see `Workers`).
-        self.workers = Workers(self.strategy)
         # Distributed batches have the spec of the distributed dataset (per-replica values):
         # `updates` and `distribute` take it from their first dataset, so that each step is
         # traced once for all batch shapes (not for the first shape, then again relaxed).
