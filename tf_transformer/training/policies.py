@@ -83,6 +83,10 @@ class FitProgress(Policy):
     `position` counts `fit`'s steps of the epoch; the step is the optimizer's update count.
     """
 
+    def on_train_begin(self, logs=None):
+        # After Keras' `BackupAndRestore`, which may have restored an epoch's end.
+        self._update(0)
+
     def on_epoch_begin(self, epoch, logs=None):
         self.progress.state.epoch.assign(epoch)
         self.progress.batches_per_epoch = self.params.get("steps")
@@ -216,15 +220,19 @@ class Checkpoints(Policy):
         self.eval_every = eval_every
         self.last = restored  # the last checkpoint written (or restored)
         self._saved = None  # the key of the state last saved
+        self._step = None  # the step last seen
 
     def on_train_begin(self, logs=None):
         self._saved = self.progress.key() if self.last else None
+        self._step = self.progress.step
 
     def on_train_batch_end(self, batch, logs=None):
-        step = self.progress.step
-        due = step % self.every == 0 or (self.eval_every and step % self.eval_every == 0)
+        step, seen = self.progress.step, self._step
         # `fit` calls this once per micro-batch when it accumulates: once per step is enough.
-        if due and (self._saved is None or self._saved[0] != step):
+        self._step = step
+        if step == seen:
+            return
+        if step % self.every == 0 or (self.eval_every and step % self.eval_every == 0):
             self.save()
 
     def on_epoch_end(self, epoch, logs=None):

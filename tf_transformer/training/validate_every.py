@@ -60,14 +60,17 @@ class ValidateEvery(Policy):
         self.verbose = verbose
         self.evaluations: list[Evaluation] = []
         self.seconds = 0.0
-        self._evaluated = None  # the step last evaluated
+        self._step = None  # the step last seen
+
+    def on_train_begin(self, logs=None):
+        self._step = self.progress.step
 
     def on_train_batch_end(self, batch, logs=None):
-        step = self.progress.step
+        step, seen = self.progress.step, self._step
         # `fit` calls this once per micro-batch when it accumulates: once per step is enough.
-        if step % self.every or step == self._evaluated:
+        self._step = step
+        if step == seen or step % self.every:
             return
-        self._evaluated = step
         stop = False
         if self.chief:
             with self.writer.as_default():
