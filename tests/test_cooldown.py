@@ -34,6 +34,16 @@ def test_budget_left_is_the_smallest_fraction_still_to_run():
     assert Budget().left(10**6) == 1.0
 
 
+def test_budget_stop_rules_end_at_the_limit_they_name():
+    budget = Budget(max_steps=100, max_minutes=1.0, epochs=4, started=0.0)
+    assert [budget.steps_done(step) for step in (99, 100, 101)] == [False, True, True]
+    assert [budget.out_of_time(now) for now in (59.9, 60.0)] == [False, True]
+    assert [budget.epochs_done(epoch) for epoch in (3, 4)] == [False, True]
+    unbounded = Budget(started=0.0)
+    assert not (unbounded.steps_done(10**9) or unbounded.out_of_time(1e9))
+    assert not unbounded.epochs_done(10**9)
+
+
 def test_cooldown_scales_the_schedule_over_the_last_fraction():
     base = WarmupSchedule(d_model=256, warmup_steps=300, scale=0.5)
     cooled = Cooldown(base, fraction=0.2)
@@ -110,9 +120,9 @@ def test_fit_callbacks_set_what_is_left_of_the_steps_and_stop_at_the_last():
     status, budget = Progress(), Budget(max_steps=8)
     with StopSignal() as signal:
         callbacks = [
-            FitProgress(status),
-            CoolDown(status, budget=budget),
-            StopRules(status, budget=budget, signal=signal),
+            FitProgress(progress=status),
+            CoolDown(progress=status, budget=budget),
+            StopRules(progress=status, budget=budget, signal=signal),
         ]
         model.fit(np.ones((16, 3)), np.zeros((16, 2)), batch_size=1, callbacks=callbacks, verbose=0)
 

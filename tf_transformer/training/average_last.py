@@ -37,8 +37,8 @@ class AverageLast(Policy):
 
     def __init__(
         self,
-        progress: Progress,
         *,
+        progress: Progress,
         manager: tf.train.CheckpointManager,
         count: int,
         run: RunDir,
@@ -46,7 +46,7 @@ class AverageLast(Policy):
         validation: ValidateEvery | None = None,
         verbose: bool = False,
     ):
-        super().__init__(progress)
+        super().__init__(progress=progress)
         self.manager = manager
         self.count = count
         self.run = run

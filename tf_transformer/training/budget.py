@@ -27,6 +27,7 @@ class Budget:
 
     def __init__(
         self,
+        *,
         max_steps: int | None = None,
         max_minutes: float | None = None,
         epochs: int | None = None,

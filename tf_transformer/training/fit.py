@@ -206,7 +206,7 @@ def fit(
             )
             # After Keras' own: `BackupAndRestore` restores the step count that
             # `FitProgress` reads.
-            callbacks += [FitProgress(status), *policies.callbacks()]
+            callbacks += [FitProgress(progress=status), *policies.callbacks()]
             with strategy.scope():
                 history = model.fit(
                     dataset,

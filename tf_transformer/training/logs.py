@@ -63,15 +63,15 @@ class TrainSummaries(Policy):
 
     def __init__(
         self,
-        progress: Progress,
         *,
+        progress: Progress,
         optimizer,
         log_every: int,
         train_writer,
         val_writer,
         verbose: bool = False,
     ):
-        super().__init__(progress)
+        super().__init__(progress=progress)
         self.optimizer = optimizer
         self.log_every = log_every
         self.train_writer = train_writer
@@ -117,8 +117,8 @@ class ProgressBar(Policy):
       group_size: batches per step.
     """
 
-    def __init__(self, progress: Progress, *, epochs: int | None, group_size: int):
-        super().__init__(progress)
+    def __init__(self, *, progress: Progress, epochs: int | None, group_size: int):
+        super().__init__(progress=progress)
         self.epochs = epochs
         self.group_size = group_size
         self.bar = None
@@ -149,7 +149,7 @@ class ProgressBar(Policy):
 class OnStep(tf.keras.callbacks.Callback):
     """Calls `on_step(step, {"loss", "accuracy", "tokens"})` after every step."""
 
-    def __init__(self, progress: Progress, on_step: Callable[[int, dict], None]):
+    def __init__(self, *, progress: Progress, on_step: Callable[[int, dict], None]):
         super().__init__()
         self.progress = progress
         self.on_step = on_step

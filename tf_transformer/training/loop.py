@@ -111,10 +111,10 @@ def train(
         strategy=strategy,
         accumulate_steps=train_config.accumulate_steps,
     )
-    status = Progress(state)
+    status = Progress(state=state)
     logging = [
         TrainSummaries(
-            status,
+            progress=status,
             optimizer=optimizer,
             log_every=train_config.log_every,
             train_writer=file_writer(run.logs_path / "train", chief=chief),
@@ -123,9 +123,11 @@ def train(
         )
     ]
     if progress:
-        logging.append(ProgressBar(status, epochs=train_config.epochs, group_size=steps.group_size))
+        logging.append(
+            ProgressBar(progress=status, epochs=train_config.epochs, group_size=steps.group_size)
+        )
     if on_step is not None:
-        logging.append(OnStep(status, on_step))
+        logging.append(OnStep(progress=status, on_step=on_step))
 
     try:
         with session.policies(

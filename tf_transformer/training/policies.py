@@ -31,7 +31,7 @@ class NonFiniteLossError(FloatingPointError, TransformerError):
     """The loss became NaN or infinite; the run stopped without saving that state."""
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(eq=False, kw_only=True)
 class Progress:
     """Where a training call stands: read by every policy, advanced by whoever calls the step.
 
@@ -66,7 +66,7 @@ class Progress:
 class Policy(tf.keras.callbacks.Callback):
     """A callback that reads `progress` and may stop the run."""
 
-    def __init__(self, progress: Progress):
+    def __init__(self, *, progress: Progress):
         super().__init__()
         self.progress = progress
 
@@ -123,13 +123,13 @@ class StopRules(Policy):
 
     def __init__(
         self,
-        progress: Progress,
         *,
+        progress: Progress,
         budget: Budget,
         signal: StopSignal,
         workers: Workers | None = None,
     ):
-        super().__init__(progress)
+        super().__init__(progress=progress)
         self.budget = budget
         self.signal = signal
         self.workers = workers or Workers(tf.distribute.get_strategy())
@@ -169,8 +169,8 @@ class CoolDown(Policy):
       workers: the agreement between workers (default: one process).
     """
 
-    def __init__(self, progress: Progress, *, budget: Budget, optimizer=None, workers=None):
-        super().__init__(progress)
+    def __init__(self, *, progress: Progress, budget: Budget, optimizer=None, workers=None):
+        super().__init__(progress=progress)
         self.budget = budget
         self.optimizer = optimizer
         self.workers = workers or Workers(tf.distribute.get_strategy())
@@ -207,14 +207,14 @@ class Checkpoints(Policy):
 
     def __init__(
         self,
-        progress: Progress,
         *,
+        progress: Progress,
         manager: tf.train.CheckpointManager,
         every: int,
         eval_every: int | None = None,
         restored: str | None = None,
     ):
-        super().__init__(progress)
+        super().__init__(progress=progress)
         self.manager = manager
         self.every = every
         self.eval_every = eval_every
@@ -260,8 +260,8 @@ class NonFiniteLoss(Policy):
       checkpoints: names the last good checkpoint in the error.
     """
 
-    def __init__(self, progress: Progress, *, checkpoints: Checkpoints):
-        super().__init__(progress)
+    def __init__(self, *, progress: Progress, checkpoints: Checkpoints):
+        super().__init__(progress=progress)
         self.checkpoints = checkpoints
 
     def on_train_batch_end(self, batch, logs=None):

@@ -228,10 +228,15 @@ class TrainingPolicies:
         `validation_writer`; `restored` is the checkpoint the call resumed from.
         """
         config, workers, chief = session.train_config, session.workers, session.chief
-        budget = Budget(config.max_steps, config.max_minutes, config.epochs, session.started)
+        budget = Budget(
+            max_steps=config.max_steps,
+            max_minutes=config.max_minutes,
+            epochs=config.epochs,
+            started=session.started,
+        )
         evaluating = validate is not None and config.eval_every is not None
         checkpoints = Checkpoints(
-            progress,
+            progress=progress,
             manager=manager,
             every=config.checkpoint_every,
             eval_every=config.eval_every if evaluating else None,
@@ -240,7 +245,7 @@ class TrainingPolicies:
         validation = None
         if evaluating:
             validation = ValidateEvery(
-                progress,
+                progress=progress,
                 validate=validate,
                 every=config.eval_every,
                 writer=session.validation_writer,
@@ -251,7 +256,7 @@ class TrainingPolicies:
         average = None
         if chief and config.average_last > 1:
             average = AverageLast(
-                progress,
+                progress=progress,
                 manager=manager,
                 count=config.average_last,
                 run=session.run,
@@ -261,10 +266,12 @@ class TrainingPolicies:
             )
         return cls(
             progress=progress,
-            cool_down=CoolDown(progress, budget=budget, optimizer=optimizer, workers=workers),
-            non_finite=NonFiniteLoss(progress, checkpoints=checkpoints),
+            cool_down=CoolDown(
+                progress=progress, budget=budget, optimizer=optimizer, workers=workers
+            ),
+            non_finite=NonFiniteLoss(progress=progress, checkpoints=checkpoints),
             checkpoints=checkpoints,
-            stop_rules=StopRules(progress, budget=budget, signal=signal, workers=workers),
+            stop_rules=StopRules(progress=progress, budget=budget, signal=signal, workers=workers),
             validation=validation,
             average=average,
         )

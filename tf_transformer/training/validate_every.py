@@ -42,8 +42,8 @@ class ValidateEvery(Policy):
 
     def __init__(
         self,
-        progress: Progress,
         *,
+        progress: Progress,
         validate: Validate,
         every: int,
         writer,
@@ -51,7 +51,7 @@ class ValidateEvery(Policy):
         chief: bool = True,
         verbose: bool = False,
     ):
-        super().__init__(progress)
+        super().__init__(progress=progress)
         self.validate = validate
         self.every = every
         self.writer = writer
