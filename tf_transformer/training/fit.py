@@ -22,7 +22,8 @@ from tf_transformer.training.fit_optimizer import fit_optimizer
 from tf_transformer.training.losses import MaskedAccuracy, MaskedSparseCrossEntropy
 from tf_transformer.training.mixed_precision import build_model
 from tf_transformer.training.policies import FitProgress, Progress
-from tf_transformer.training.session import Session, TrainResult
+from tf_transformer.training.result import TrainResult
+from tf_transformer.training.session import Session
 from tf_transformer.training.validate_every import Validate
 
 

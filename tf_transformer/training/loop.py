@@ -16,13 +16,9 @@ from tf_transformer.training.epoch_loop import Batches, EpochLoop
 from tf_transformer.training.logs import OnStep, ProgressBar, TrainSummaries
 from tf_transformer.training.mixed_precision import build_model
 from tf_transformer.training.policies import NonFiniteLossError, Progress
+from tf_transformer.training.result import TrainResult
 from tf_transformer.training.schedule import make_optimizer
-from tf_transformer.training.session import (
-    Session,
-    TrainResult,
-    WorkerLostError,
-    write_run_config,
-)
+from tf_transformer.training.session import Session, WorkerLostError, write_run_config
 from tf_transformer.training.summaries import file_writer
 from tf_transformer.training.train_step import TrainStep
 from tf_transformer.training.validate_every import Validate
