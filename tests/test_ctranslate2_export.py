@@ -67,8 +67,9 @@ def assert_same_greedy(model, source_vocab, target_vocab, model_dir, sources):
         {"share_target_embeddings": True, "positional_layout": "concat"},
         {"norm_first": True, "share_target_embeddings": True},
         {"share_embeddings": True, "target_vocab_size": 40},
+        {"activation": "gelu"},
     ],
-    ids=["post-norm", "pre-norm", "tied-concat", "pre-norm-tied", "shared"],
+    ids=["post-norm", "pre-norm", "tied-concat", "pre-norm-tied", "shared", "gelu"],
 )
 def test_ctranslate2_greedy_ids_equal_ours(tmp_path, changes):
     sizes = {"num_layers": 2, "input_vocab_size": 40, "target_vocab_size": 50}

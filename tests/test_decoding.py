@@ -133,6 +133,54 @@ def test_cached_seam_logits_match_recompute_seam_logits(model, layout, variant):
         np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-4)
 
 
+@pytest.fixture(scope="module")
+def gelu_models():
+    """Two layers with the GELU feed-forward, untied and tied, the same seed."""
+    models = {}
+    for tied in (False, True):
+        tf.keras.utils.set_random_seed(1)
+        models[tied] = layered_model(2, activation="gelu", share_target_embeddings=tied)
+    return models
+
+
+@pytest.mark.parametrize("tied", [False, True], ids=["untied", "tied"])
+@pytest.mark.parametrize("beam_size", [1, 3], ids=["greedy", "beam"])
+def test_cached_decoding_equals_recompute_under_gelu(gelu_models, beam_size, tied):
+    # The cached step runs the layers' own feed-forward: a new activation needs no second copy.
+    model = gelu_models[tied]
+    assert model.decoder.stack[1].ffn.inner.activation is tf.keras.activations.gelu
+    options = {"max_length": 6, "beam_size": beam_size}
+    reference = make_decode_fn(model, **options, recompute=True)(SRC)
+    for layout in ("graph", "xla"):
+        cached = make_decode_fn(model, **options, step_layout=layout)(SRC)
+        np.testing.assert_array_equal(cached.ids.numpy(), reference.ids.numpy())
+        np.testing.assert_allclose(cached.scores.numpy(), reference.scores.numpy(), atol=1e-4)
+    if tied and beam_size > 1:  # compiled too: the xla layout's in-place beam cache
+        xla = make_decode_fn(model, **options, jit_compile=True)(SRC)
+        np.testing.assert_array_equal(xla.ids.numpy(), reference.ids.numpy())
+        np.testing.assert_allclose(xla.scores.numpy(), reference.scores.numpy(), atol=1e-4)
+
+
+@pytest.mark.parametrize("layout", ["graph", "xla"])
+def test_cached_logits_follow_the_activation(gelu_models, layout):
+    # The same weights with ReLU give other logits, and the cached step follows either.
+    gelu = gelu_models[False]
+    relu = layered_model(2)
+    relu.set_weights(gelu.get_weights())
+    src = tf.cast(SRC, tf.int32)
+    firsts = []
+    for model in (gelu, relu):
+        cached_fn, cached = model_logits_fn(model, src, 3, layout=layout)
+        recompute_fn, reference = recompute_logits_fn(model, src, 3)
+        for step, token in enumerate([START, 7, 8]):
+            ids = tf.fill([3], token)
+            a, cached = cached_fn(ids, step, cached)
+            b, reference = recompute_fn(ids, step, reference)
+            np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-4)
+        firsts.append(a.numpy())
+    assert np.abs(firsts[0] - firsts[1]).max() > 1e-3
+
+
 def test_max_length_beyond_the_positional_table_is_refused(model):
     with pytest.raises(ValueError, match="positional table"):
         model_logits_fn(model, SRC, model.max_length + 1)
@@ -176,9 +224,13 @@ def while_body_ops(decode_fn) -> collections.Counter:
     )
 
 
-def layered_model(num_layers, norm_first=False):
+def layered_model(num_layers, norm_first=False, **changes):
     config = get_preset("tiny").replace(
-        num_layers=num_layers, norm_first=norm_first, input_vocab_size=30, target_vocab_size=40
+        num_layers=num_layers,
+        norm_first=norm_first,
+        input_vocab_size=30,
+        target_vocab_size=40,
+        **changes,
     )
     model = Transformer.from_config(config)
     model.build()

@@ -187,8 +187,7 @@ def test_incremental_decoding_matches_teacher_forcing(changes):
     model = tiny_model(**changes)
     reference = model((SRC, TGT)).numpy()
     context, padding_mask = model.encode(SRC)
-    self_cache, cross = model.initial_cache(context, padding_mask, 8)
-    constants = model.step_constants(8, 2)
+    self_cache, cross, constants = model.start_decoding(context, padding_mask, 8, 2)
     for t in range(5):
         ids = tf.cast(TGT[:, t], tf.int32)
         logits, self_cache = model.decode_step(ids, t, self_cache, cross, constants)
@@ -202,10 +201,9 @@ def test_decode_step_with_beams_shares_the_cross_attention_of_a_sentence():
     # logits its sentence gets alone.
     model = tiny_model(num_layers=2)
     context, padding_mask = model.encode(SRC)
-    self_cache, cross = model.initial_cache(context, padding_mask, 4)
-    constants = model.step_constants(4, 2)
+    self_cache, cross, constants = model.start_decoding(context, padding_mask, 4, 2)
     tiled = tf.nest.map_structure(lambda t: tf.repeat(t, 3, axis=0), self_cache)
-    beam_constants = model.step_constants(4, 6)
+    _, _, beam_constants = model.start_decoding(context, padding_mask, 4, 6)
     for t in range(3):
         ids = tf.cast(TGT[:, t], tf.int32)
         single, self_cache = model.decode_step(ids, t, self_cache, cross, constants)
@@ -277,8 +275,7 @@ def test_incremental_decoding_ignores_the_regularization_dropouts():
     model = tiny_model(num_layers=2, **REGULARIZERS)
     reference = model((SRC, TGT), training=False).numpy()
     context, padding_mask = model.encode(SRC)
-    self_cache, cross = model.initial_cache(context, padding_mask, 8)
-    constants = model.step_constants(8, 2)
+    self_cache, cross, constants = model.start_decoding(context, padding_mask, 8, 2)
     for t in range(5):
         logits, self_cache = model.decode_step(
             tf.cast(TGT[:, t], tf.int32), t, self_cache, cross, constants

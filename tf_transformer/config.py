@@ -55,8 +55,12 @@ class ModelConfig(_DictConfig):
     dropout_rate: float = 0.1  # P_drop
     # Regularizers for small corpora (Sennrich & Zhang 2019; Araabi & Monz 2020), 0 = off:
     attention_dropout: float = 0.0  # on the attention weights, after the softmax
-    activation_dropout: float = 0.0  # on the feed-forward activations, after the ReLU
+    activation_dropout: float = 0.0  # on the feed-forward activations, after the activation
     word_dropout: float = 0.0  # zero a token's whole word embedding (source and target)
+    activation: str = dataclasses.field(
+        default="relu",
+        metadata={"help": "feed-forward activation: relu (the paper) or gelu"},
+    )
     input_vocab_size: int = 8000  # source (Portuguese) vocabulary
     target_vocab_size: int = 8000  # target (English) vocabulary
     max_length: int = 512  # longest sequence the positional table covers
@@ -77,6 +81,8 @@ class ModelConfig(_DictConfig):
                 f"positional_layout must be 'interleaved' or 'concat', got "
                 f"{self.positional_layout!r}."
             )
+        if self.activation not in ("relu", "gelu"):
+            raise ValueError(f"activation must be 'relu' or 'gelu', got {self.activation!r}.")
         for name in ("num_layers", "d_model", "num_heads", "dff", "max_length"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}.")

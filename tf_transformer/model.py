@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 
+import keras
 import tensorflow as tf
 
 from tf_transformer.config import ModelConfig
-from tf_transformer.layers.attention import dense_step, read_weight
+from tf_transformer.layers.attention import AttentionCache, dense, read_weight
 from tf_transformer.layers.decoder import Decoder
 from tf_transformer.layers.encoder import Encoder
-from tf_transformer.layers.xla_step import STEP_LAYOUTS
+from tf_transformer.layers.kv_cache import LAYOUTS
 from tf_transformer.masks import (
     create_look_ahead_mask,
     create_masks,
@@ -31,6 +32,7 @@ STACK_ARGUMENTS = (
     "attention_dropout",
     "activation_dropout",
     "word_dropout",
+    "activation",
 )
 
 
@@ -57,8 +59,8 @@ class Transformer(tf.keras.Model):
 
     `model((src, tgt_in))` returns the logits and nothing else. Decoding strategies (greedy,
     beam search) live in `tf_transformer.inference` and drive the model through `encode`,
-    `initial_cache`, `step_constants` and `decode_step`; attention weights for plots come from
-    `call_with_attention`. Masks are built inside from PAD = 0 (**1.0 = masked**) and passed
+    `start_decoding` and `decode_step`, which runs the decoder's own layers on one position
+    with a key/value cache; attention weights for plots come from `call_with_attention`. Masks are built inside from PAD = 0 (**1.0 = masked**) and passed
     explicitly to every layer.
 
     Keyword arguments are the fields of `ModelConfig` (same names, defaults and validation;
@@ -67,6 +69,7 @@ class Transformer(tf.keras.Model):
     Args:
       num_layers, d_model, num_heads, dff, dropout_rate: paper sizes.
       attention_dropout, activation_dropout, word_dropout: extra dropouts (0 = off).
+      activation: the feed-forward activation, "relu" (paper) or "gelu".
       input_vocab_size, target_vocab_size: vocabulary sizes (id 0 is PAD).
       max_length: positions of the sinusoid tables.
       norm_first: pre-norm instead of the paper's post-norm.
@@ -150,114 +153,106 @@ class Transformer(tf.keras.Model):
         }
         return self.project(x), attention
 
-    def project(self, x):
-        """Decoder output `(..., d_model)` -> float32 logits `(..., target_vocab_size)`."""
+    def project(self, x, kernel=None):
+        """Decoder output `(..., d_model)` -> float32 logits `(..., target_vocab_size)`.
+
+        `kernel`: a tied projection's embedding matrix transposed beforehand, `(d_model,
+        vocab)` (decoding under XLA, see `start_decoding`); None: the layer's own weights.
+        """
         if self.final_layer is not None:
             logits = self.final_layer(x)
+        elif kernel is not None:
+            logits = tf.matmul(x, kernel)
         else:
             table = self.decoder.embedding.embedding.embeddings
             logits = tf.matmul(x, tf.cast(table, x.dtype), transpose_b=True)
         return tf.cast(logits, tf.float32)
 
     # The incremental-decoding seam used by tf_transformer.inference.decoding: `encode` once,
-    # `initial_cache` and `step_constants` once per decoding call, `decode_step` per token.
+    # `start_decoding` once per decoding call, `decode_step` per token.
 
     def encode(self, src, training=False):
         """Runs the encoder once: returns `(context, padding_mask)`."""
+        self.build()  # every weight, so that `start_decoding` can read the decoder's
         padding_mask = create_padding_mask(src)
         context, _ = self.encoder(src, padding_mask=padding_mask, training=training)
         return context, padding_mask
 
-    def initial_cache(self, context, padding_mask, cache_length, *, layout="graph"):
-        """The decoding caches, split by what changes during decoding.
+    def start_decoding(self, context, padding_mask, cache_length, rows, *, layout="graph"):
+        """What a decoding call prepares once: the caches and the weights the steps read.
+
+        The one place where decoding departs from the layers' variables: each is read once
+        (the steps' layers read these tensors through a `keras.StatelessScope`, so no step
+        reads or casts a variable again); each attention's query is pre-scaled and fused with
+        its key and value projections (`MultiHeadAttention.decoding_projection`); every layer's
+        cross-attention keys and values are projected here, in one matmul; and under XLA a tied
+        output projection multiplies by the embedding matrix transposed here (XLA:CPU runs
+        `transpose_b` at 4 rows 1.24x slower over a beam-4 decode; graph mode is as fast).
 
         Args:
-          context, padding_mask: from `encode`.
+          context, padding_mask: from `encode` (`batch` sentences).
           cache_length: decoder positions the self-attention cache holds.
-          layout: the step's cache layout, "graph" or "xla" (see `step_constants`).
-
-        Returns:
-          `(self_cache, cross)`. `self_cache` changes at every step and follows the hypotheses
-          (a beam search reorders it): one `{"key", "value"}` per layer,
-          `(batch, heads, cache_length, depth)`, zeros. `cross` is fixed per sentence:
-          `{"layers": [{"key", "value"}, ...], "bias": (batch, 1, 1, 1, src_len)}`, the
-          cross-attention keys/values computed here, once (see `Decoder.initial_cache`), and
-          the additive source padding bias with the same beam axis of 1. With
-          `layout="xla"` the heads are merged (shapes in `Decoder.initial_cache`).
-        """
-        self._build_decoder()
-        self_cache, layers = self.decoder.initial_cache(context, cache_length, layout=layout)
-        bias = mask_to_bias(padding_mask, self.compute_dtype)[:, tf.newaxis]
-        return self_cache, {"layers": layers, "bias": bias}
-
-    def step_constants(self, cache_length, rows, *, layout="graph"):
-        """What every `decode_step` reads and nothing changes, prepared once per decoding call.
-
-        Args:
-          cache_length: as in `initial_cache`.
           rows: decoded sequences (`batch * beam_size`).
-          layout: "graph": per-head caches and batched matmuls (`MultiHeadAttention`'s steps),
-            the fastest in graph mode; "xla": heads merged in the caches and attention as
-            products and sums (`layers.xla_step`), the fastest under XLA. The same math.
+          layout: "graph" (per-head caches, batched matmuls: the fastest in graph mode) or
+            "xla" (heads merged, attention as products and sums: the fastest under XLA); see
+            `layers.kv_cache`. The same math.
 
         Returns:
-          A dict: `"weights"` (every kernel as a tensor in the compute dtype, the self-attention
-          q/k/v kernels concatenated, the query scale folded in; a tied output projection's
-          embedding matrix transposed with `layout="xla"`), `"self_bias"`
-          `(cache_length, cache_length)` (row `t`: 0 up to position `t`, a large negative after:
-          the look-ahead mask as a table, so no step rebuilds it) and `"slots"` int32
-          `(cache_length, rows, heads, 3)` (row `t`: the scatter indices `[row, head, t]` that
-          write position `t` into the self-attention cache; `(cache_length, rows, 2)`,
-          `[row, t]`, with `layout="xla"`).
+          `(self_cache, cross, constants)`. `self_cache` follows the hypotheses (a beam search
+          tiles and reorders it): one `{"key", "value"}` of zeros per layer, `batch` rows.
+          `cross` is fixed per sentence: `{"layers": [{"key", "value"}], "bias": (batch, 1, 1,
+          1, src_len)}`, the additive source padding bias. `constants` are for `decode_step`.
         """
-        if layout not in STEP_LAYOUTS:
-            raise ValueError(f"layout must be one of {sorted(STEP_LAYOUTS)}, got {layout!r}.")
-        self._build_decoder()
-        dtype = self.compute_dtype
-        if layout == "xla":  # one slice per row: the heads are merged
-            grids, shape = [tf.range(rows)], [cache_length, rows]
-        else:
-            grids = tf.meshgrid(tf.range(rows), tf.range(self.num_heads), indexing="ij")
-            shape = [cache_length, rows, self.num_heads]
-        positions = tf.reshape(tf.range(cache_length), [cache_length] + [1] * (len(shape) - 1))
-        slots = tf.stack([tf.broadcast_to(g, shape) for g in [*grids, positions]], axis=-1)
-        weights = {"decoder": self.decoder.step_weights(layout=layout)}
-        if self.final_layer is not None:
-            weights["final_kernel"] = read_weight(self.final_layer.kernel, dtype)
-            weights["final_bias"] = read_weight(self.final_layer.bias, dtype)
-        else:  # tied: the embedding matrix; under XLA transposed once here (see `decode_step`)
-            embeddings = read_weight(self.decoder.embedding.embedding.embeddings, dtype)
-            weights["final_kernel"] = tf.transpose(embeddings) if layout == "xla" else embeddings
-        return {
-            "weights": weights,
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {sorted(LAYOUTS)}, got {layout!r}.")
+        layout = LAYOUTS[layout](self.num_heads, self.d_model)
+        batch, dtype, stack = tf.shape(context)[0], self.compute_dtype, self.decoder.stack
+        memory = [
+            layer.cross_attention.decoding_projection(layout, "key", "value") for layer in stack
+        ]
+        memory = tuple(tf.concat(parts, axis=-1) for parts in zip(*memory))
+        memory = layout.memory(
+            dense(tf.reshape(context, (-1, self.d_model)), memory), batch, 2 * len(stack)
+        )
+        table = self.decoder.embedding.embedding.embeddings  # the encoder's when shared
+        final = [] if self.final_layer is None else self.final_layer.weights
+        variables = {id(v): v for v in self.decoder.weights + [table] + final}.values()
+        tied_under_xla = self.final_layer is None and isinstance(layout, LAYOUTS["xla"])
+        constants = {
+            "layout": layout,
+            "variables": [(v, tf.convert_to_tensor(v)) for v in variables],
+            "layers": [
+                {
+                    "self": layer.self_attention.decoding_projection(
+                        layout, "query", "key", "value"
+                    ),
+                    "cross": layer.cross_attention.decoding_projection(layout, "query"),
+                }
+                for layer in stack
+            ],
+            "output_kernel": tf.transpose(read_weight(table, dtype)) if tied_under_xla else None,
+            # Row `t`: 0 up to position `t`, a large negative after (the look-ahead mask).
             "self_bias": mask_to_bias(create_look_ahead_mask(cache_length), dtype),
-            "slots": slots,
+            "slots": layout.slots(rows, cache_length),  # row `t` writes position `t`
         }
+        empty = layout.empty(batch, cache_length, dtype)
+        cross = {
+            "layers": [{"key": k, "value": v} for k, v in zip(memory[::2], memory[1::2])],
+            "bias": mask_to_bias(padding_mask, dtype)[:, tf.newaxis],
+        }
+        return [{"key": empty, "value": empty} for _ in stack], cross, constants
 
-    def _build_decoder(self):
-        # The decoder's weights must exist before they are read as tensors (`encode` on an
-        # unbuilt model builds only the encoder).
-        if self.share_embeddings and not self.encoder.built:
-            self.encoder.build()  # the shared matrix is the encoder's (its checkpoint path)
-        if not self.decoder.built:
-            self.decoder.build()
-        if self.final_layer is not None and not self.final_layer.built:
-            self.final_layer.build((None, None, self.d_model))
-
-    def decode_step(
-        self, ids, step, self_cache, cross, constants, *, beam_size=1, layout="graph", history=None
-    ):
-        """One decoder position with the caches: the teacher-forced model's math for one token.
+    def decode_step(self, ids, step, self_cache, cross, constants, *, beam_size=1, history=None):
+        """One decoder position with the caches: the decoder's own layers on one token per row.
 
         Args:
           ids: int `(rows,)` the token at position `step` of the decoder input,
             `rows = batch * beam_size`, sentence-major (row `b * beam_size + i`).
           step: scalar int32 position, below `cache_length`.
-          self_cache: `rows` rows (from `initial_cache`, tiled per beam, or a previous step).
-          cross: the per-sentence part of `initial_cache` (`batch` rows, never tiled).
-          constants: `step_constants(cache_length, rows, layout=layout)`.
+          self_cache: `rows` rows (from `start_decoding`, tiled per beam, or a previous step).
+          cross: the per-sentence part of `start_decoding` (`batch` rows, never tiled).
+          constants: `start_decoding`'s, made for `rows`.
           beam_size: rows per sentence.
-          layout: the layout `initial_cache` and `step_constants` were built with.
           history: "xla" layout only: int32 `(rows, cache_length, 2)`, the `[cache row,
             position]` where each row's earlier positions were written (a beam search that
             moves no cache rows); None: in the row itself.
@@ -266,29 +261,33 @@ class Transformer(tf.keras.Model):
           `(logits, self_cache)`: float32 `(rows, target_vocab_size)` for position
           `step + 1`'s token, and the updated self-attention cache.
         """
-        if history is not None and layout != "xla":
-            raise ValueError(f"history needs the 'xla' step layout, got {layout!r}.")
-        weights = constants["weights"]
-        x, self_cache = self.decoder.step(
-            ids,
-            step,
-            weights["decoder"],
-            self_cache,
-            cross["layers"],
-            slot=tf.gather(constants["slots"], step),
-            self_bias=tf.gather(constants["self_bias"], step),
-            cross_bias=cross["bias"],
-            beam_size=beam_size,
-            layout=layout,
-            history=history,
-        )
-        if self.final_layer is not None:
-            logits = dense_step(x, weights["final_kernel"], weights["final_bias"])
-        else:
-            # XLA:CPU runs `transpose_b` at 4 rows (beam 4) 1.24x slower over the whole decode
-            # than a kernel transposed beforehand; graph mode is as fast either way.
-            logits = tf.matmul(x, weights["final_kernel"], transpose_b=layout != "xla")
-        return tf.cast(logits, tf.float32), self_cache
+        layout = constants["layout"]
+        if history is not None and not isinstance(layout, LAYOUTS["xla"]):
+            raise ValueError("history needs the 'xla' step layout.")
+        slot = tf.gather(constants["slots"], step)
+        bias = tf.gather(constants["self_bias"], step)
+        caches = [
+            (
+                AttentionCache(
+                    layout, weights["self"], own["key"], own["value"], bias, slot, history=history
+                ),
+                AttentionCache(
+                    layout,
+                    weights["cross"],
+                    memory["key"],
+                    memory["value"],
+                    cross["bias"],
+                    group=beam_size,
+                ),
+            )
+            for own, memory, weights in zip(
+                self_cache, cross["layers"], constants["layers"], strict=True
+            )
+        ]
+        with keras.StatelessScope(state_mapping=constants["variables"]):
+            x, caches = self.decoder(ids, cache=caches, position=step)
+            logits = self.project(x, kernel=constants["output_kernel"])
+        return logits, [{"key": own.key, "value": own.value} for own, _ in caches]
 
     def get_config(self):
         config = super().get_config()

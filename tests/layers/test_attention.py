@@ -1,8 +1,12 @@
+import dataclasses
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from tf_transformer.layers import MultiHeadAttention, scaled_dot_product_attention
+from tf_transformer.layers.attention import AttentionCache, dense
+from tf_transformer.layers.kv_cache import LAYOUTS
 
 
 def test_scaled_dot_product_attention_matches_numpy():
@@ -36,57 +40,72 @@ def test_head_size_is_d_model_over_num_heads():
     assert mha.depth == 4
 
 
-def step_slots(rows, heads, position):
-    """Scatter indices `[row, head, position]` `(rows, heads, 3)`."""
-    r, h = np.meshgrid(np.arange(rows), np.arange(heads), indexing="ij")
-    return tf.constant(np.stack([r, h, np.full_like(r, position)], axis=-1), tf.int32)
+def run_cached(mha, x, layout_name, mask):
+    """`mha`'s cached self-attention over `x` `(rows, len, d_model)`, one position at a time;
+    returns the outputs `(rows, len, d_model)` and the final cache."""
+    rows, length = x.shape[:2]
+    layout = LAYOUTS[layout_name](mha.num_heads, mha.d_model)
+    empty, slots = layout.empty(rows, length, tf.float32), layout.slots(rows, length)
+    projection = mha.decoding_projection(layout, "query", "key", "value")
+    cache = AttentionCache(layout, projection, empty, empty, bias=None)
+    outputs = []
+    for t in range(length):
+        cache = dataclasses.replace(cache, bias=mask[t] * -1e9, slot=slots[t])
+        out, cache = mha(x[:, t], cache=cache)
+        outputs.append(out)
+    return tf.stack(outputs, axis=1), cache
 
 
-def test_self_attention_step_equals_full_causal_attention():
+@pytest.mark.parametrize("length", [5, 40])  # 40: the xla layout splits the length (2, 20)
+@pytest.mark.parametrize("layout_name", ["graph", "xla"])
+def test_cached_self_attention_equals_full_causal_attention(layout_name, length):
     mha = MultiHeadAttention(d_model=8, num_heads=2)
-    x = tf.random.normal((2, 5, 8), seed=2)
-    causal = 1.0 - tf.linalg.band_part(tf.ones((5, 5)), -1, 0)
+    x = tf.random.normal((2, length, 8), seed=2)
+    causal = 1.0 - tf.linalg.band_part(tf.ones((length, length)), -1, 0)
     full, _ = mha(x, x, attention_mask=causal)
-    weights = mha.step_weights(fuse_qkv=True)
-    zeros = tf.zeros((2, 2, 5, 4))
-    cache = {"key": zeros, "value": zeros}
-    for t in range(5):
-        bias = causal[t] * -1e9
-        out, cache = mha.self_attention_step(x[:, t], weights, cache, step_slots(2, 2, t), bias)
-        np.testing.assert_allclose(out.numpy(), full.numpy()[:, t], atol=1e-5)
-    # The cache holds every position's projected key, written in its slot.
-    keys, _ = mha.project_key_value(x)
-    np.testing.assert_allclose(cache["key"].numpy(), keys.numpy(), atol=1e-6)
+    cached, cache = run_cached(mha, x, layout_name, causal)
+    np.testing.assert_allclose(cached.numpy(), full.numpy(), atol=1e-5)
+    # The cache holds every position's projected key and value, in the layout's shapes.
+    keys, values = mha.wk(x), mha.wv(x)
+    if layout_name == "graph":  # (rows, 1, heads, len, depth)
+        keys, values = mha.split_heads(keys)[:, None], mha.split_heads(values)[:, None]
+    else:  # (rows, len, d_model), the key columns depth-major
+        keys = cache.layout.arrange(keys)
+    np.testing.assert_allclose(cache.key.numpy(), keys.numpy(), atol=1e-6)
+    np.testing.assert_allclose(cache.value.numpy(), values.numpy(), atol=1e-6)
 
 
-def test_fused_qkv_kernel_is_the_three_kernels_with_the_query_scaled():
+def test_decoding_projection_is_the_three_kernels_with_the_query_scaled():
     mha = MultiHeadAttention(d_model=8, num_heads=2)
     mha.build()
-    fused = mha.step_weights(fuse_qkv=True)["qkv_kernel"].numpy()
-    assert fused.shape == (8, 24)
-    np.testing.assert_allclose(fused[:, :8], mha.wq.kernel.numpy() / 2.0)  # 1 / sqrt(depth 4)
-    np.testing.assert_array_equal(fused[:, 8:16], mha.wk.kernel.numpy())
-    np.testing.assert_array_equal(fused[:, 16:], mha.wv.kernel.numpy())
+    kernel, _ = mha.decoding_projection(LAYOUTS["graph"](2, 8), "query", "key", "value")
+    assert kernel.shape == (8, 24)
+    np.testing.assert_allclose(kernel[:, :8], mha.wq.kernel.numpy() / 2.0)  # 1 / sqrt(depth 4)
+    np.testing.assert_array_equal(kernel[:, 8:16], mha.wk.kernel.numpy())
+    np.testing.assert_array_equal(kernel[:, 16:], mha.wv.kernel.numpy())
     # The Keras weights keep their layout: four Dense layers, nothing added.
     assert len(mha.weights) == 8
 
 
+@pytest.mark.parametrize("src_len", [4, 40])
 @pytest.mark.parametrize("beam_size", [1, 3])
-def test_cross_attention_step_equals_attention_over_the_memory(beam_size):
+@pytest.mark.parametrize("layout_name", ["graph", "xla"])
+def test_cached_cross_attention_equals_attention_over_the_memory(layout_name, beam_size, src_len):
     mha = MultiHeadAttention(d_model=8, num_heads=2)
-    memory = tf.random.normal((2, 4, 8), seed=4)
+    memory = tf.random.normal((2, src_len, 8), seed=4)
     q = tf.random.normal((2 * beam_size, 8), seed=3)  # beams of sentence b: rows b * beam + i
-    mask = tf.constant([[0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 1.0, 1.0]])
-    direct, _ = mha(tf.reshape(q, (2, beam_size, 8)), memory, attention_mask=mask[:, None, None, :])
-    key, value = mha.project_key_value(memory)
-    cached = mha.cross_attention_step(
-        q,
-        mha.step_weights(fuse_qkv=False),
-        key[:, tf.newaxis],
-        value[:, tf.newaxis],
-        (mask * -1e9)[:, None, None, None, :],
-        beam_size=beam_size,
+    mask = np.zeros((2, src_len), "float32")
+    mask[1, src_len // 2 :] = 1.0
+    direct, _ = mha(tf.reshape(q, (2, beam_size, 8)), memory, attention_mask=mask[:, None, None])
+    layout = LAYOUTS[layout_name](2, 8)
+    keys_values = dense(
+        tf.reshape(memory, (-1, 8)), mha.decoding_projection(layout, "key", "value")
     )
+    key, value = layout.memory(keys_values, 2, 2)  # once per sentence: never tiled per beam
+    bias = (mask * -1e9)[:, None, None, None, :]
+    projection = mha.decoding_projection(layout, "query")
+    cache = AttentionCache(layout, projection, key, value, bias, group=beam_size)
+    cached, _ = mha(q, cache=cache)
     np.testing.assert_allclose(cached.numpy(), tf.reshape(direct, (-1, 8)).numpy(), atol=1e-6)
 
 
@@ -135,17 +154,11 @@ def test_zero_attention_dropout_is_bit_identical_in_training():
     assert len(dropped.variables) == len(plain.variables) == 8
 
 
-def test_attention_dropout_leaves_the_decoding_steps_alone():
-    # The steps are inference: with a rate, they still equal attention without dropout.
+def test_attention_dropout_leaves_cached_attention_alone():
+    # Decoding is inference: with a rate, cached attention still equals attention without it.
     _, dropped = twin_attention(0.5)
     x = tf.random.normal((2, 5, 8), seed=8)
     causal = 1.0 - tf.linalg.band_part(tf.ones((5, 5)), -1, 0)
     full, _ = dropped(x, x, attention_mask=causal)
-    weights = dropped.step_weights(fuse_qkv=True)
-    zeros = tf.zeros((2, 2, 5, 4))
-    cache = {"key": zeros, "value": zeros}
-    for t in range(5):
-        out, cache = dropped.self_attention_step(
-            x[:, t], weights, cache, step_slots(2, 2, t), causal[t] * -1e9
-        )
-        np.testing.assert_allclose(out.numpy(), full.numpy()[:, t], atol=1e-5)
+    cached, _ = run_cached(dropped, x, "graph", causal)
+    np.testing.assert_allclose(cached.numpy(), full.numpy(), atol=1e-5)

@@ -25,6 +25,7 @@ MODEL_FLAGS = (
     "attention_dropout",
     "activation_dropout",
     "word_dropout",
+    "activation",
     "share_embeddings",
 )
 TRAIN_FLAGS = (
@@ -116,6 +117,12 @@ def register(subparsers) -> None:
         default=None,
         metavar="P",
         help="Dropout after the feed-forward ReLU (default: 0, off).",
+    )
+    model.add_argument(
+        "--activation",
+        default=None,
+        choices=("relu", "gelu"),
+        help="Feed-forward activation (default: relu, the paper's).",
     )
     model.add_argument(
         "--word-dropout",

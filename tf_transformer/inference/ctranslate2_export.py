@@ -20,6 +20,8 @@ What maps to what (CTranslate2 names on the right):
   ``sin, cos, sin, cos, ...``) and ``concat`` (the tutorial's sines then cosines), are exported exactly; CTranslate2's own
   table (used when none is given) matches neither (greedy ids differ without our table).
   Embeddings are scaled by ``sqrt(d_model)`` in both (``scale_embeddings``).
+* The feed-forward activation: ``relu`` or ``gelu`` (Keras' exact, erf form: CTranslate2's
+  ``GELU``, not ``GELUTanh``).
 * Tied target embeddings (``share_target_embeddings``): the projection is the target embedding
   matrix with a zero bias. With ``share_embeddings`` that one matrix is also the source
   embedding: the same weights are written for both embeddings and the projection.
@@ -132,7 +134,11 @@ def transformer_spec(model, source_vocab: list[str], target_vocab: list[str]):
                 f"match the model ({size} tokens starting {list(RESERVED_TOKENS)})."
             )
     model.build()
+    from ctranslate2.specs.common_spec import Activation
+
     sizes = {"num_layers": config.num_layers, "num_heads": config.num_heads}
+    # Keras' "gelu" is the exact (erf) one, CTranslate2's GELU; "relu" its default.
+    sizes["activation"] = {"relu": Activation.RELU, "gelu": Activation.GELU}[config.activation]
     spec = ct2.TransformerSpec(
         ct2.TransformerEncoderSpec(pre_norm=config.norm_first, **sizes),
         ct2.TransformerDecoderSpec(pre_norm=config.norm_first, **sizes),

@@ -50,7 +50,7 @@ def model_logits_fn(
       beam_size: hypotheses per sentence the strategy will decode (1 for greedy decoding); the
         cross-attention keys/values and the source mask stay per sentence, shared by its beams.
       layout: the decoding step's cache layout: "graph" (per-head caches, batched matmuls) or
-        "xla" (heads merged, attention as products and sums; see `Transformer.step_constants`).
+        "xla" (heads merged, attention as products and sums; see `Transformer.start_decoding`).
 
     Returns:
       `(logits_fn, initial_cache)`: a `SplitCache` whose `per_beam` part is the self-attention
@@ -69,8 +69,9 @@ def model_logits_fn(
             f"max_length {max_length} exceeds the model's positional table ({model.max_length})."
         )
     context, padding_mask = model.encode(src)
-    self_cache, cross = model.initial_cache(context, padding_mask, max_length, layout=layout)
-    constants = model.step_constants(max_length, tf.shape(src)[0] * beam_size, layout=layout)
+    self_cache, cross, constants = model.start_decoding(
+        context, padding_mask, max_length, tf.shape(src)[0] * beam_size, layout=layout
+    )
     in_place = layout == "xla" and beam_size > 1
     if in_place:  # the step's tables, made once: each row's index, each position's
         rows = tf.shape(src)[0] * beam_size
@@ -91,7 +92,6 @@ def model_logits_fn(
             cache.per_sentence,
             constants,
             beam_size=beam_size,
-            layout=layout,
             history=history,
         )
         if in_place:

@@ -1,8 +1,10 @@
-"""Scaled dot-product attention and multi-head attention, with lean one-token decoding steps."""
+"""Scaled dot-product attention and multi-head attention (with a key/value cache for decoding)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from typing import Any
 
 import tensorflow as tf
 
@@ -33,15 +35,34 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout=None):
     return tf.matmul(dropped, v), weights
 
 
-def dense_step(x, kernel, bias):
-    """`x kernel + bias` for a 2-D `x` `(rows, in)`: one MatMul and one BiasAdd (which Grappler
-    fuses), instead of a Keras Dense call's reshapes for N-D inputs."""
-    return tf.nn.bias_add(tf.matmul(x, kernel), bias)
+@dataclasses.dataclass(frozen=True)
+class AttentionCache:
+    """What `MultiHeadAttention` attends over for one decoded position per row (its `cache`).
 
+    A dataclass, not a tuple: Keras refuses call arguments that nest tensors with other values.
 
-def read_weight(variable, dtype) -> tf.Tensor:
-    """The value of a (Keras) variable as a tensor of `dtype`."""
-    return tf.cast(tf.convert_to_tensor(variable), dtype)
+    Attributes:
+      layout: the cache layout (`kv_cache.GraphLayout` or `XlaLayout`): how keys and values are
+        stored, written and read.
+      projection: `(kernel, bias)` from `MultiHeadAttention.decoding_projection`: the
+        position's query (cross-attention), or its query, key and value (self-attention).
+      key, value: the self-attention cache, or the memory's keys and values (the layout's shapes).
+      bias: additive mask bias, broadcastable to the scores.
+      slot: self-attention: where the position's key and value are written (a row of
+        `layout.slots`); None: cross-attention, nothing is written.
+      group: queries per key/value row (the beams of a sentence in cross-attention).
+      history: int32 `(rows, len, 2)` `[cache row, position]` of each row's earlier positions
+        ("xla" layout: a beam search that moves no cache rows); None: in the row itself.
+    """
+
+    layout: Any
+    projection: tuple[tf.Tensor, tf.Tensor]
+    key: tf.Tensor
+    value: tf.Tensor
+    bias: tf.Tensor
+    slot: tf.Tensor | None = None
+    group: int = 1
+    history: tf.Tensor | None = None
 
 
 @tf.keras.utils.register_keras_serializable(package="tf_transformer")
@@ -50,9 +71,9 @@ class MultiHeadAttention(tf.keras.layers.Layer):
 
     Masks follow the tutorial's convention: **1.0 = masked**.
 
-    `call` attends a whole sequence (training, teacher forcing, the encoder). Decoding one token
-    at a time uses `step_weights` (once per decoding call) with `self_attention_step` or
-    `cross_attention_step` (once per token): the same math on 2-D `(rows, d_model)` inputs.
+    `call` attends whole sequences (training, teacher forcing, the encoder), or, with `cache`,
+    one decoded position per row over a key/value cache: the same output projection, the
+    query (and key and value) projected with `decoding_projection`'s weights.
 
     Args:
       d_model: model width; the query/key/value/output projections are `d_model x d_model`.
@@ -67,10 +88,13 @@ class MultiHeadAttention(tf.keras.layers.Layer):
       attention_mask: optional float mask broadcastable to `(batch, num_heads, len_q, len_k)`.
         (Not named `mask`: Keras treats a `mask` argument as an implicit Keras mask.)
       training: attention dropout on when True.
+      cache: an `AttentionCache`: `query` is `(rows, d_model)`, one position per row, and
+        `value`, `key` and `attention_mask` are unused (inference: no dropout).
 
     Returns:
       `(output, weights)`: `output` is `(batch, len_q, d_model)` and `weights`
-      `(batch, num_heads, len_q, len_k)` (before attention dropout: rows sum to 1).
+      `(batch, num_heads, len_q, len_k)` (before attention dropout: rows sum to 1). With
+      `cache`: `(output, cache)`, `(rows, d_model)` and the cache with the position written.
 
     Example:
       >>> mha = MultiHeadAttention(d_model=8, num_heads=2)
@@ -113,104 +137,66 @@ class MultiHeadAttention(tf.keras.layers.Layer):
             dense.build((None, None, self.d_model))
         self.built = True
 
-    def call(self, query, value, key=None, *, attention_mask=None, training=None):
-        q = self.split_heads(self.wq(query))  # (batch, heads, len_q, depth)
-        k, v = self.project_key_value(value, key)  # (batch, heads, len_k, depth)
-        attended, weights = scaled_dot_product_attention(
-            q,
-            k,
-            v,
-            mask=attention_mask,
-            dropout=lambda w: self.attention_dropout_layer(w, training=training),
-        )
-        attended = tf.transpose(attended, (0, 2, 1, 3))  # (batch, len_q, heads, depth)
-        attended = tf.reshape(attended, (tf.shape(attended)[0], -1, self.d_model))
+    def call(self, query, value=None, key=None, *, attention_mask=None, training=None, cache=None):
+        if cache is not None:
+            attended, weights = self._attend_cached(query, cache)  # (rows, d_model), cache
+        else:
+            q = self.split_heads(self.wq(query))  # (batch, heads, len_q, depth)
+            k, v = self.project_key_value(value, key)  # (batch, heads, len_k, depth)
+            attended, weights = scaled_dot_product_attention(
+                q,
+                k,
+                v,
+                mask=attention_mask,
+                dropout=lambda w: self.attention_dropout_layer(w, training=training),
+            )
+            attended = tf.transpose(attended, (0, 2, 1, 3))  # (batch, len_q, heads, depth)
+            attended = tf.reshape(attended, (tf.shape(attended)[0], -1, self.d_model))
         return self.wo(attended), weights
 
-    # One-token decoding.
+    def _attend_cached(self, x, cache: AttentionCache):
+        projected = dense(x, cache.projection)  # (rows, d_model or 3 d_model)
+        keys, values, q = cache.key, cache.value, projected
+        if cache.slot is not None:  # self-attention: the position joins the cache first
+            q, k, v = tf.split(projected, 3, axis=-1)
+            keys = cache.layout.write(keys, k, cache.slot)
+            values = cache.layout.write(values, v, cache.slot)
+            cache = dataclasses.replace(cache, key=keys, value=values)
+            if cache.history is not None:
+                keys, values = (
+                    tf.gather_nd(keys, cache.history),
+                    tf.gather_nd(values, cache.history),
+                )
+        return cache.layout.attend(q, keys, values, cache.bias, cache.group), cache
 
-    def step_weights(self, *, fuse_qkv: bool) -> dict[str, tf.Tensor]:
-        """The projections as tensors in the compute dtype, for `*_attention_step`.
+    def decoding_projection(self, layout, *names: str) -> tuple[tf.Tensor, tf.Tensor]:
+        """Projections of a cached `call` as one `(kernel, bias)`, from this layer's weights.
 
-        Read once per decoding call (outside the decoding loop). The query kernel and bias are
-        scaled by `1 / sqrt(depth)`, which moves the logits' scale onto the queries (the same
-        product; bit-identical when `depth` is a power of 4, e.g. 16 or 64). With `fuse_qkv`,
-        the query, key and value kernels are concatenated into one `(d_model, 3 d_model)` kernel
-        for one matmul per step; the concatenation is computed here, so checkpoints and the
-        Keras weights keep their separate layout.
+        Read once per decoding call: `"query", "key", "value"` for self-attention (one
+        `(d_model, 3 d_model)` matmul per step), `"query"` for cross-attention, `"key", "value"`
+        for the memory it attends over (once per sentence). The query is scaled by
+        `1 / sqrt(depth)`, which moves the scores' scale onto it (the same product;
+        bit-identical when `depth` is a power of 4). The Keras weights and checkpoints keep
+        their separate layout.
+
+        Args:
+          layout: the cache layout; its `arrange` orders the query and key columns.
+          *names: the projections, concatenated in this order.
 
         Returns:
-          `{"qkv_kernel", "qkv_bias"}` (fused) or `{"query_kernel", "query_bias"}`, plus
-          `{"output_kernel", "output_bias"}`.
+          `(kernel, bias)` in the compute dtype.
         """
-        dtype = self.compute_dtype
-        scale = tf.constant(1.0 / math.sqrt(self.depth), dtype)
-        query = (
-            read_weight(self.wq.kernel, dtype) * scale,
-            read_weight(self.wq.bias, dtype) * scale,
+        scale = {"query": 1.0 / math.sqrt(self.depth), "key": 1.0, "value": 1.0}
+        dense = {"query": self.wq, "key": self.wk, "value": self.wv}
+
+        def column(name, weight):
+            column = read_weight(getattr(dense[name], weight), self.compute_dtype) * scale[name]
+            return column if name == "value" else layout.arrange(column)
+
+        return tuple(
+            tf.concat([column(name, weight) for name in names], axis=-1)
+            for weight in ("kernel", "bias")
         )
-        weights = {
-            "output_kernel": read_weight(self.wo.kernel, dtype),
-            "output_bias": read_weight(self.wo.bias, dtype),
-        }
-        if fuse_qkv:
-            dense = (self.wk, self.wv)
-            kernels = [query[0]] + [read_weight(d.kernel, dtype) for d in dense]
-            biases = [query[1]] + [read_weight(d.bias, dtype) for d in dense]
-            weights["qkv_kernel"] = tf.concat(kernels, axis=1)  # (d_model, 3 d_model)
-            weights["qkv_bias"] = tf.concat(biases, axis=0)
-        else:
-            weights["query_kernel"], weights["query_bias"] = query
-        return weights
-
-    def self_attention_step(self, x, weights, cache, slot, bias):
-        """Causal self-attention of one position over a fixed-size key/value cache.
-
-        The position's key and value are written into their cache slot with a scatter (in place
-        under XLA), then its query attends over the whole cache; `bias` hides the slots after it.
-
-        Args:
-          x: `(rows, d_model)` the position's input.
-          weights: `step_weights(fuse_qkv=True)`.
-          cache: `{"key", "value"}`, each `(rows, num_heads, cache_len, depth)`.
-          slot: int32 `(rows, num_heads, 3)` scatter indices `[row, head, position]`.
-          bias: additive `(cache_len,)`: 0 up to the position, a large negative after it.
-
-        Returns:
-          `(output, cache)`: `(rows, d_model)` and the cache with this position written.
-        """
-        qkv = dense_step(x, weights["qkv_kernel"], weights["qkv_bias"])  # (rows, 3 d_model)
-        qkv = tf.reshape(qkv, (-1, 3, self.num_heads, self.depth))
-        q, k, v = tf.unstack(qkv, axis=1)  # (rows, heads, depth) each
-        cache = {
-            "key": tf.tensor_scatter_nd_update(cache["key"], slot, k),
-            "value": tf.tensor_scatter_nd_update(cache["value"], slot, v),
-        }
-        q = q[:, :, tf.newaxis, :]  # (rows, heads, 1, depth)
-        attended = _attend(q, cache["key"], cache["value"], bias)  # (rows, heads, 1, depth)
-        attended = tf.reshape(attended, (-1, self.d_model))  # heads are contiguous: no transpose
-        return dense_step(attended, weights["output_kernel"], weights["output_bias"]), cache
-
-    def cross_attention_step(self, x, weights, key, value, bias, *, beam_size: int = 1):
-        """Attention of one position (per beam) over precomputed, per-sentence keys and values.
-
-        Args:
-          x: `(batch * beam_size, d_model)`, sentence-major (row `b * beam_size + i`).
-          weights: `step_weights(fuse_qkv=False)`.
-          key, value: `(batch, 1, num_heads, src_len, depth)`: `project_key_value`'s, once per
-            sentence, with a beam axis of 1 that the batched matmuls broadcast over the beams
-            (nothing is tiled, gathered or transposed per beam).
-          bias: additive `(batch, 1, 1, 1, src_len)` (source padding).
-          beam_size: rows per sentence.
-
-        Returns:
-          `(batch * beam_size, d_model)`.
-        """
-        q = dense_step(x, weights["query_kernel"], weights["query_bias"])
-        q = tf.reshape(q, (-1, beam_size, self.num_heads, 1, self.depth))
-        attended = _attend(q, key, value, bias)  # (batch, beam, heads, 1, depth)
-        attended = tf.reshape(attended, (-1, self.d_model))
-        return dense_step(attended, weights["output_kernel"], weights["output_bias"])
 
     def get_config(self):
         config = super().get_config()
@@ -222,24 +208,13 @@ class MultiHeadAttention(tf.keras.layers.Layer):
         return config
 
 
-def _attend(q, k, v, bias):
-    """`softmax(q k^T + bias) v` with pre-scaled queries `(..., len_q, depth)`.
-
-    Written for one-token steps on a CPU: with oneDNN on (TensorFlow's default on x86), the
-    graph rewrite turns `BatchMatMulV2` and `Softmax` into oneDNN primitives that cost
-    ~40 µs each at these sizes (measured; 12 of them made most of a 2 ms step).
-    `BatchMatMulV3` (the same product, not rewritten) and the softmax written out run as Eigen
-    kernels in a few µs, and XLA compiles both as usual.
-    """
-    logits = _batch_matmul(q, k, adj_y=True) + bias  # (..., len_q, len_k)
-    if logits.dtype in (tf.float16, tf.bfloat16):  # as TF's Softmax kernel: in float32
-        logits = tf.cast(logits, tf.float32)
-    logits = tf.exp(logits - tf.reduce_max(logits, axis=-1, keepdims=True))
-    weights = logits / tf.reduce_sum(logits, axis=-1, keepdims=True)
-    return _batch_matmul(tf.cast(weights, v.dtype), v)
+def dense(x, projection):
+    """`x kernel + bias` for a 2-D `x` and `projection = (kernel, bias)`: MatMul and BiasAdd, which
+    Grappler fuses (a Keras Dense on prepared weights, without its casts and N-D reshapes)."""
+    kernel, bias = projection
+    return tf.nn.bias_add(tf.matmul(x, kernel), bias)
 
 
-def _batch_matmul(x, y, *, adj_y=False):
-    if x.dtype == tf.float16:  # BatchMatMulV3 has no float16 CPU kernel (and oneDNN no float16)
-        return tf.matmul(x, y, adjoint_b=adj_y)
-    return tf.raw_ops.BatchMatMulV3(x=x, y=y, Tout=x.dtype, adj_y=adj_y)
+def read_weight(variable, dtype) -> tf.Tensor:
+    """The value of a (Keras) variable as a tensor of `dtype`."""
+    return tf.cast(tf.convert_to_tensor(variable), dtype)

@@ -19,7 +19,8 @@ class EncoderLayer(SublayerBlock):
       dropout_rate: dropout on each sublayer output before the residual sum.
       norm_first: pre-norm instead of post-norm.
       attention_dropout: dropout on the attention weights (after the softmax).
-      activation_dropout: dropout after the feed-forward ReLU.
+      activation_dropout: dropout after the feed-forward activation.
+      activation: the feed-forward activation, "relu" (the paper) or "gelu".
 
     Call arguments:
       x: `(batch, len, d_model)`.
@@ -74,7 +75,7 @@ class Encoder(Stack):
 
     Args:
       num_layers, d_model, num_heads, dff, dropout_rate: as in EncoderLayer.
-      norm_first, attention_dropout, activation_dropout: as in EncoderLayer.
+      norm_first, attention_dropout, activation_dropout, activation: as in EncoderLayer.
       vocab_size: source vocabulary size.
       max_length: positions of the sinusoid table.
       positional_layout: "interleaved" or "concat".

@@ -7,12 +7,13 @@ import tensorflow as tf
 
 @tf.keras.utils.register_keras_serializable(package="tf_transformer")
 class FeedForward(tf.keras.layers.Layer):
-    """`max(0, x W1 + b1) W2 + b2` applied at every position (paper section 3.3).
+    """`activation(x W1 + b1) W2 + b2` applied at every position (paper section 3.3: ReLU).
 
     Args:
       d_model: input and output width.
       dff: inner width.
-      activation_dropout: dropout on the inner activations, after the ReLU (training only).
+      activation_dropout: dropout on the inner activations, after the activation (training only).
+      activation: the inner activation, a Keras activation name: "relu" (the paper) or "gelu".
 
     Call arguments:
       x: `(batch, len, d_model)`.
@@ -27,13 +28,22 @@ class FeedForward(tf.keras.layers.Layer):
       TensorShape([2, 5, 8])
     """
 
-    def __init__(self, *, d_model: int, dff: int, activation_dropout: float = 0.0, **kwargs):
+    def __init__(
+        self,
+        *,
+        d_model: int,
+        dff: int,
+        activation_dropout: float = 0.0,
+        activation: str = "relu",
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.d_model = d_model
         self.dff = dff
         self.activation_dropout = activation_dropout
+        self.activation = activation
         self.inner = tf.keras.layers.Dense(
-            dff, activation="relu", name="inner", dtype=self.dtype_policy
+            dff, activation=activation, name="inner", dtype=self.dtype_policy
         )
         self.outer = tf.keras.layers.Dense(d_model, name="outer", dtype=self.dtype_policy)
         # A rate of 0 makes a Dropout with no seed variable: checkpoints keep their contents.
@@ -49,12 +59,15 @@ class FeedForward(tf.keras.layers.Layer):
         self.built = True
 
     def call(self, x, training=None):
-        h = self.inner(x)  # (batch, len, dff), after the ReLU
+        h = self.inner(x)  # (batch, len, dff), after the activation
         return self.outer(self.activation_dropout_layer(h, training=training))
 
     def get_config(self):
         config = super().get_config()
         config.update(
-            d_model=self.d_model, dff=self.dff, activation_dropout=self.activation_dropout
+            d_model=self.d_model,
+            dff=self.dff,
+            activation_dropout=self.activation_dropout,
+            activation=self.activation,
         )
         return config

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import tensorflow as tf
 
@@ -96,7 +98,7 @@ class PositionalEmbedding(tf.keras.layers.Layer):
         """The token embeddings times sqrt(d_model): `(batch, len, d_model)`, no positions."""
         x = self.embedding(ids)  # (batch, len, d_model)
         # Cast the scale to the compute dtype: float16 * float32 raises under mixed_float16.
-        return x * tf.cast(tf.math.sqrt(float(self.d_model)), x.dtype)
+        return x * tf.cast(math.sqrt(self.d_model), x.dtype)
 
     def positions(self, ids, *, offset=0):
         """The sinusoid rows of `ids`' positions (from `offset`): `(1, len, d_model)`."""
@@ -111,6 +113,10 @@ class PositionalEmbedding(tf.keras.layers.Layer):
         )
         positions = tf.slice(self.pos_encoding, [offset, 0], [length, self.d_model])
         return tf.cast(positions, self.compute_dtype)[tf.newaxis]
+
+    def position(self, index):
+        """The sinusoid row of one position `index` (scalar, below `max_length`): `(d_model,)`."""
+        return tf.cast(tf.gather(self.pos_encoding, index), self.compute_dtype)
 
     def get_config(self):
         config = super().get_config()

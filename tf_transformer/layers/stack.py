@@ -21,7 +21,8 @@ class SublayerBlock(tf.keras.layers.Layer):
     block is `x = norm(x + dropout(sublayer(x)))` (post-norm, the paper) or
     `x = x + dropout(sublayer(norm(x)))` (`norm_first=True`, pre-norm), written out in the
     subclass's `call`. `attention_dropout` (on the attention weights) and `activation_dropout`
-    (after the feed-forward ReLU) go to the sublayers; like `dropout_rate`, training only.
+    (after the feed-forward activation) go to the sublayers; like `dropout_rate`, training only.
+    `activation` is the feed-forward's ("relu" or "gelu").
     """
 
     blocks: int  # residual blocks per layer: 2 in the encoder, 3 in the decoder
@@ -36,6 +37,7 @@ class SublayerBlock(tf.keras.layers.Layer):
         norm_first: bool = False,
         attention_dropout: float = 0.0,
         activation_dropout: float = 0.0,
+        activation: str = "relu",
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -46,6 +48,7 @@ class SublayerBlock(tf.keras.layers.Layer):
         self.norm_first = norm_first
         self.attention_dropout = attention_dropout
         self.activation_dropout = activation_dropout
+        self.activation = activation
 
     def make_attention(self, name: str) -> MultiHeadAttention:
         """A multi-head attention sublayer of this layer's sizes."""
@@ -63,6 +66,7 @@ class SublayerBlock(tf.keras.layers.Layer):
             d_model=self.d_model,
             dff=self.dff,
             activation_dropout=self.activation_dropout,
+            activation=self.activation,
             name="ffn",
             dtype=self.dtype_policy,
         )
@@ -98,6 +102,7 @@ class SublayerBlock(tf.keras.layers.Layer):
             norm_first=self.norm_first,
             attention_dropout=self.attention_dropout,
             activation_dropout=self.activation_dropout,
+            activation=self.activation,
         )
         return config
 
@@ -116,6 +121,7 @@ class Stack(tf.keras.layers.Layer):
       positional_layout: "interleaved" (paper) or "concat" (tutorial).
       word_dropout: probability of zeroing a token's whole word embedding in training
         (Sennrich & Zhang 2019, after Gal & Ghahramani 2016); see `embed`.
+      activation: the feed-forward activation of every layer ("relu" or "gelu").
     """
 
     layer_class: type[SublayerBlock]
@@ -138,6 +144,7 @@ class Stack(tf.keras.layers.Layer):
         attention_dropout: float = 0.0,
         activation_dropout: float = 0.0,
         word_dropout: float = 0.0,
+        activation: str = "relu",
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -153,6 +160,7 @@ class Stack(tf.keras.layers.Layer):
         self.attention_dropout = attention_dropout
         self.activation_dropout = activation_dropout
         self.word_dropout = word_dropout
+        self.activation = activation
         policy = self.dtype_policy
         self.embedding = PositionalEmbedding(
             vocab_size=vocab_size,
@@ -177,6 +185,7 @@ class Stack(tf.keras.layers.Layer):
                 norm_first=norm_first,
                 attention_dropout=attention_dropout,
                 activation_dropout=activation_dropout,
+                activation=activation,
                 name=f"layer_{i}",
                 dtype=policy,
             )
@@ -230,5 +239,6 @@ class Stack(tf.keras.layers.Layer):
             attention_dropout=self.attention_dropout,
             activation_dropout=self.activation_dropout,
             word_dropout=self.word_dropout,
+            activation=self.activation,
         )
         return config

@@ -1,0 +1,186 @@
+"""The two key/value cache layouts of one-token decoding: how a position is stored, written, read.
+
+`MultiHeadAttention.call(..., cache=...)` runs the same projections for both; a layout decides
+only the shapes of the caches and how a position's key/value is written and attended over.
+
+* `GraphLayout` (graph mode's fastest): per-head caches `(rows, heads, len, depth)`, a position
+  written as `rows * heads` scatter slices, attention as batched matmuls.
+* `XlaLayout` (XLA's fastest; `make_decode_fn(jit_compile=True)` picks it): heads merged,
+  `(rows, len, d_model)`, a position written as one slice per row (beam search can also leave
+  it in place and read through a row table, `history`). XLA on a CPU runs each per-(row, head)
+  `(1, depth) x (depth, len)` product as its own small dot, so attention for the one query is
+  written as products and sums, which XLA fuses into a few vectorized loops:
+
+  * scores `s[r, t, h] = sum_d q[r, d, h] k[r, t, d, h]`: query and key columns are stored
+    depth-major, `(depth, heads)` (`arrange`, applied to their kernels once per decoding call),
+    so the sum runs over a major axis and the heads are the vector lanes (XLA:CPU leaves a sum
+    over the minor axis scalar);
+  * softmax over `t` in float32, then `out[r, h, d] = sum_t w[r, t, h] v[r, t, h, d]`;
+  * a length over 32 is viewed as two axes of at most 32 (`_length_dims`): XLA:CPU's
+    TreeReductionRewriter splits longer reductions into a reduce-window and a reduce, which
+    stops the product fusing into the sum and writes the `(rows, len, heads, depth)` product out.
+
+Both compute `softmax(q k^T + bias) v` with queries scaled beforehand; both run anywhere.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import tensorflow as tf
+
+# XLA:CPU splits a reduction over an axis longer than this (TreeReductionRewriter's window).
+REDUCE_WINDOW = 32
+
+
+class GraphLayout:
+    """Per-head caches and batched matmuls. Shapes (`group`: queries per key/value row):
+
+    self-attention cache `(rows, 1, heads, len, depth)`; memory keys/values
+    `(batch, 1, heads, src_len, depth)`; scatter slots `[row, 0, head, position]`.
+    """
+
+    def __init__(self, num_heads: int, d_model: int):
+        self.num_heads, self.d_model, self.depth = num_heads, d_model, d_model // num_heads
+
+    def arrange(self, columns):
+        """The order of query and key columns the layout reads (here: as projected)."""
+        return columns
+
+    def empty(self, rows, length, dtype):
+        return tf.zeros((rows, 1, self.num_heads, length, self.depth), dtype)
+
+    def memory(self, projected, batch, count: int):
+        """`(batch * src_len, count * d_model)` projected keys/values -> `count` memories."""
+        shape = (batch, -1, 1, count, self.num_heads, self.depth)
+        # One transpose for every layer's keys and values: (count, batch, 1, heads, src, depth).
+        return tf.unstack(tf.transpose(tf.reshape(projected, shape), (3, 0, 2, 4, 1, 5)), count)
+
+    def slots(self, rows, length):
+        """int32 `(length, rows, heads, 4)`: row `t` holds the indices that write position `t`."""
+        row, head = tf.meshgrid(tf.range(rows), tf.range(self.num_heads), indexing="ij")
+        shape = (length, rows, self.num_heads)
+        position = tf.reshape(tf.range(length), (length, 1, 1))
+        parts = [row, tf.zeros_like(row), head, position]
+        return tf.stack([tf.broadcast_to(p, shape) for p in parts], axis=-1)
+
+    def write(self, cache, x, slot):
+        """`x` `(rows, d_model)` written into `cache` at `slot` (in place under XLA)."""
+        return tf.tensor_scatter_nd_update(
+            cache, slot, tf.reshape(x, (-1, self.num_heads, self.depth))
+        )
+
+    def attend(self, q, keys, values, bias, group: int = 1):
+        """`softmax(q k^T + bias) v` for `q` `(rows, d_model)`, rows sentence-major in groups of
+        `group` sharing a key/value row. Returns `(rows, d_model)`.
+
+        With oneDNN on (TensorFlow's default on x86), `BatchMatMulV2` and `Softmax` become oneDNN
+        primitives costing ~40 µs each at these sizes (measured; 12 of them made most of a 2 ms
+        step). `BatchMatMulV3` and the softmax as max/exp/sum run as Eigen kernels in a few µs.
+        """
+        q = tf.reshape(q, (-1, group, self.num_heads, 1, self.depth))
+        logits = _batch_matmul(q, keys, adj_y=True) + bias  # (batch, group, heads, 1, len)
+        weights = _softmax(logits, axis=-1)
+        attended = _batch_matmul(tf.cast(weights, values.dtype), values)
+        return tf.reshape(attended, (-1, self.d_model))  # heads are contiguous: no transpose
+
+
+class XlaLayout(GraphLayout):
+    """Heads merged, attention as products and sums (module docstring). Shapes:
+
+    self-attention cache `(rows, len, d_model)`; memory keys/values `(batch, 1, src_len,
+    d_model)`; keys depth-major; scatter slots `[row, position]`.
+    """
+
+    def arrange(self, columns):
+        """Head-major columns `(..., heads * depth)` -> depth-major `(..., depth * heads)`."""
+        rank = len(columns.shape)
+        shape = tf.concat([tf.shape(columns)[:-1], [self.num_heads, -1]], axis=0)
+        split = tf.reshape(columns, shape)
+        return tf.reshape(
+            tf.transpose(split, [*range(rank - 1), rank, rank - 1]), tf.shape(columns)
+        )
+
+    def empty(self, rows, length, dtype):
+        return tf.zeros((rows, length, self.d_model), dtype)
+
+    def memory(self, projected, batch, count: int):
+        shape = (batch, 1, -1, count, self.d_model)
+        return tf.unstack(tf.reshape(projected, shape), num=count, axis=3)
+
+    def slots(self, rows, length):
+        row = tf.broadcast_to(tf.range(rows), (length, rows))
+        position = tf.broadcast_to(tf.range(length)[:, tf.newaxis], (length, rows))
+        return tf.stack([row, position], axis=-1)  # (length, rows, 2)
+
+    def write(self, cache, x, slot):
+        return tf.tensor_scatter_nd_update(cache, slot, x)
+
+    def attend(self, q, keys, values, bias, group: int = 1):
+        length_axis = len(keys.shape) - 2  # the self-attention cache has no group axis
+        dims = _length_dims(keys, length_axis)
+        ones = [1] * len(dims)
+        # A sentence's queries `(batch, group, 1.., depth, heads)` against its keys `(batch, 1,
+        # len.., depth, heads)`.
+        q = tf.reshape(q, (-1, group, *ones, self.depth, self.num_heads))
+        keys = tf.reshape(keys, (-1, 1, *dims, self.depth, self.num_heads))
+        values = tf.reshape(values, (-1, 1, *dims, self.num_heads, self.depth))
+        bias = tf.reshape(bias, (-1, 1, *dims, 1))
+        dtype = tf.float32 if q.dtype in (tf.float16, tf.bfloat16) else q.dtype
+        q, keys, bias = tf.cast(q, dtype), tf.cast(keys, dtype), tf.cast(bias, dtype)
+        logits = tf.reduce_sum(q * keys, axis=-2) + bias  # (batch, group, len.., heads)
+        axes = len(dims)
+        peak = _over_length(logits, tf.reduce_max, _maximum, axes, axis=-2)  # (.., heads)
+        for _ in dims:
+            peak = peak[..., tf.newaxis, :]
+        exp = tf.exp(logits - peak)
+        products = exp[..., tf.newaxis] * tf.cast(values, dtype)  # (.., len.., heads, depth)
+        attended = _over_length(products, tf.reduce_sum, tf.add_n, axes, axis=-3)
+        # Normalised after the sum: `(heads, depth)` divisions instead of `(len, heads)`.
+        total = _over_length(exp, tf.reduce_sum, tf.add_n, axes, axis=-2)  # (.., heads)
+        attended = tf.cast(attended / total[..., tf.newaxis], values.dtype)
+        return tf.reshape(attended, (-1, self.d_model))
+
+
+LAYOUTS = {"graph": GraphLayout, "xla": XlaLayout}
+
+
+def _batch_matmul(x, y, *, adj_y=False):
+    if x.dtype == tf.float16:  # BatchMatMulV3 has no float16 CPU kernel (and oneDNN no float16)
+        return tf.matmul(x, y, adjoint_b=adj_y)
+    return tf.raw_ops.BatchMatMulV3(x=x, y=y, Tout=x.dtype, adj_y=adj_y)
+
+
+def _softmax(logits, axis):
+    """`tf.nn.softmax` without its oneDNN kernel (see `GraphLayout.attend`); float32 for half
+    types, as TF's Softmax kernel computes."""
+    if logits.dtype in (tf.float16, tf.bfloat16):
+        logits = tf.cast(logits, tf.float32)
+    exp = tf.exp(logits - tf.reduce_max(logits, axis=axis, keepdims=True))
+    return exp / tf.reduce_sum(exp, axis=axis, keepdims=True)
+
+
+def _length_dims(x, axis: int) -> list:
+    """The length of `x`'s `axis` as one axis, or as two of at most `REDUCE_WINDOW` (see the
+    module docstring) when it is static, longer, and so divisible."""
+    length = x.shape[axis]
+    if length is None:
+        return [tf.shape(x)[axis]]
+    if length > REDUCE_WINDOW:
+        for inner in range(REDUCE_WINDOW, 1, -1):
+            if length % inner == 0 and length // inner <= REDUCE_WINDOW:
+                return [length // inner, inner]
+    return [length]
+
+
+def _over_length(x, reduce, combine, length_axes: int, *, axis: int):
+    """`reduce` over the length axes `axis - length_axes + 1 .. axis` of `x`, as XLA:CPU
+    vectorizes it: one `reduce` over the inner axis (at most 32 long: unrolled, vectorized over
+    the axes after it), then `combine` of the slices along the outer one (one `reduce` over two
+    axes is a scalar loop, and XLA merges two consecutive reduces into one)."""
+    x = reduce(x, axis=axis)
+    return combine(tf.unstack(x, axis=axis)) if length_axes == 2 else x
+
+
+def _maximum(tensors):
+    return functools.reduce(tf.maximum, tensors)
