@@ -20,20 +20,11 @@ from tf_transformer.masks import (
 )
 
 # The `ModelConfig` fields the encoder and decoder stacks take (besides their vocabulary size).
-STACK_ARGUMENTS = (
-    "num_layers",
-    "d_model",
-    "num_heads",
-    "dff",
-    "dropout_rate",
-    "max_length",
-    "norm_first",
-    "positional_layout",
-    "attention_dropout",
-    "activation_dropout",
-    "word_dropout",
-    "activation",
-)
+STACK_ARGUMENTS = [
+    f.name
+    for f in dataclasses.fields(ModelConfig)
+    if "vocab" not in f.name and "share" not in f.name
+]
 
 
 def tie_token_embeddings(encoder: Encoder, decoder: Decoder) -> None:
@@ -181,38 +172,35 @@ class Transformer(tf.keras.Model):
     def start_decoding(self, context, padding_mask, cache_length, rows, *, layout="graph"):
         """What a decoding call prepares once: the caches and the weights the steps read.
 
-        The one place where decoding departs from the layers' variables: each is read once
-        (the steps' layers read these tensors through a `keras.StatelessScope`, so no step
-        reads or casts a variable again); each attention's query is pre-scaled and fused with
-        its key and value projections (`MultiHeadAttention.decoding_projection`); every layer's
-        cross-attention keys and values are projected here, in one matmul; and under XLA a tied
-        output projection multiplies by the embedding matrix transposed here (XLA:CPU runs
-        `transpose_b` at 4 rows 1.24x slower over a beam-4 decode; graph mode is as fast).
+        The one place where decoding departs from the layers' variables. Each is read once
+        (`decode_step` runs the layers in a `keras.StatelessScope` over these tensors: no step
+        reads or casts a variable); each attention's query is pre-scaled, and fused with its key
+        and value in self-attention (`MultiHeadAttention.decoding_projection`); every layer's
+        cross-attention keys and values are projected here, in one matmul; under XLA a tied
+        output projection uses the embedding matrix transposed here (XLA:CPU runs `transpose_b`
+        at 4 rows 1.24x slower over a beam-4 decode; graph mode is as fast either way).
 
         Args:
           context, padding_mask: from `encode` (`batch` sentences).
           cache_length: decoder positions the self-attention cache holds.
           rows: decoded sequences (`batch * beam_size`).
-          layout: "graph" (per-head caches, batched matmuls: the fastest in graph mode) or
-            "xla" (heads merged, attention as products and sums: the fastest under XLA); see
-            `layers.kv_cache`. The same math.
+          layout: "graph" or "xla", the cache layout (`layers.kv_cache`; the same math, each
+            the fastest in its mode).
 
         Returns:
-          `(self_cache, cross, constants)`. `self_cache` follows the hypotheses (a beam search
-          tiles and reorders it): one `{"key", "value"}` of zeros per layer, `batch` rows.
-          `cross` is fixed per sentence: `{"layers": [{"key", "value"}], "bias": (batch, 1, 1,
-          1, src_len)}`, the additive source padding bias. `constants` are for `decode_step`.
+          `(self_cache, cross, constants)`: `self_cache` follows the hypotheses (beam search
+          tiles and reorders it), a `{"key", "value"}` of zeros per layer, `batch` rows; `cross`
+          is fixed per sentence, `{"layers": [{"key", "value"}], "bias": (batch, 1, 1, 1,
+          src_len)}`; `constants` are for `decode_step`.
         """
         if layout not in LAYOUTS:
             raise ValueError(f"layout must be one of {sorted(LAYOUTS)}, got {layout!r}.")
         layout = LAYOUTS[layout](self.num_heads, self.d_model)
         batch, dtype, stack = tf.shape(context)[0], self.compute_dtype, self.decoder.stack
-        memory = [
-            layer.cross_attention.decoding_projection(layout, "key", "value") for layer in stack
-        ]
-        memory = tuple(tf.concat(parts, axis=-1) for parts in zip(*memory))
+        kv = [layer.cross_attention.decoding_projection(layout, "key", "value") for layer in stack]
+        kv = tuple(tf.concat(parts, axis=-1) for parts in zip(*kv))  # every layer's
         memory = layout.memory(
-            dense(tf.reshape(context, (-1, self.d_model)), memory), batch, 2 * len(stack)
+            dense(tf.reshape(context, (-1, self.d_model)), kv), batch, 2 * len(stack)
         )
         table = self.decoder.embedding.embedding.embeddings  # the encoder's when shared
         final = [] if self.final_layer is None else self.final_layer.weights
@@ -231,58 +219,45 @@ class Transformer(tf.keras.Model):
                 for layer in stack
             ],
             "output_kernel": tf.transpose(read_weight(table, dtype)) if tied_under_xla else None,
-            # Row `t`: 0 up to position `t`, a large negative after (the look-ahead mask).
+            # Row `t`: the look-ahead mask's row as a bias; the indices that write position `t`.
             "self_bias": mask_to_bias(create_look_ahead_mask(cache_length), dtype),
-            "slots": layout.slots(rows, cache_length),  # row `t` writes position `t`
+            "slots": layout.slots(rows, cache_length),
         }
-        empty = layout.empty(batch, cache_length, dtype)
+        empty = {"key": layout.empty(batch, cache_length, dtype)}
+        empty["value"] = empty["key"]
         cross = {
             "layers": [{"key": k, "value": v} for k, v in zip(memory[::2], memory[1::2])],
             "bias": mask_to_bias(padding_mask, dtype)[:, tf.newaxis],
         }
-        return [{"key": empty, "value": empty} for _ in stack], cross, constants
+        return [empty] * len(stack), cross, constants
 
     def decode_step(self, ids, step, self_cache, cross, constants, *, beam_size=1, history=None):
-        """One decoder position with the caches: the decoder's own layers on one token per row.
+        """One decoder position: the decoder's own layers on one token per row, with the caches.
 
         Args:
-          ids: int `(rows,)` the token at position `step` of the decoder input,
-            `rows = batch * beam_size`, sentence-major (row `b * beam_size + i`).
+          ids: int `(rows,)` the token at position `step`, `rows = batch * beam_size`,
+            sentence-major (row `b * beam_size + i`).
           step: scalar int32 position, below `cache_length`.
-          self_cache: `rows` rows (from `start_decoding`, tiled per beam, or a previous step).
-          cross: the per-sentence part of `start_decoding` (`batch` rows, never tiled).
-          constants: `start_decoding`'s, made for `rows`.
+          self_cache, cross, constants: from `start_decoding` (made for `rows`); `self_cache`
+            with `rows` rows (tiled per beam, or from the previous step).
           beam_size: rows per sentence.
-          history: "xla" layout only: int32 `(rows, cache_length, 2)`, the `[cache row,
-            position]` where each row's earlier positions were written (a beam search that
-            moves no cache rows); None: in the row itself.
+          history: "xla" layout only: int32 `(rows, cache_length, 2)`, `[cache row, position]`
+            of each row's earlier positions (beam search without moving cache rows).
 
         Returns:
-          `(logits, self_cache)`: float32 `(rows, target_vocab_size)` for position
-          `step + 1`'s token, and the updated self-attention cache.
+          `(logits, self_cache)`: float32 `(rows, target_vocab_size)` for the token at
+          `step + 1`, and the self-attention cache with `step` written.
         """
-        layout = constants["layout"]
+        layout, slot = constants["layout"], tf.gather(constants["slots"], step)
         if history is not None and not isinstance(layout, LAYOUTS["xla"]):
             raise ValueError("history needs the 'xla' step layout.")
-        slot = tf.gather(constants["slots"], step)
         bias = tf.gather(constants["self_bias"], step)
         caches = [
             (
-                AttentionCache(
-                    layout, weights["self"], own["key"], own["value"], bias, slot, history=history
-                ),
-                AttentionCache(
-                    layout,
-                    weights["cross"],
-                    memory["key"],
-                    memory["value"],
-                    cross["bias"],
-                    group=beam_size,
-                ),
+                AttentionCache(layout, w["self"], **own, bias=bias, slot=slot, history=history),
+                AttentionCache(layout, w["cross"], **memory, bias=cross["bias"], group=beam_size),
             )
-            for own, memory, weights in zip(
-                self_cache, cross["layers"], constants["layers"], strict=True
-            )
+            for own, memory, w in zip(self_cache, cross["layers"], constants["layers"], strict=True)
         ]
         with keras.StatelessScope(state_mapping=constants["variables"]):
             x, caches = self.decoder(ids, cache=caches, position=step)

@@ -37,22 +37,20 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout=None):
 
 @dataclasses.dataclass(frozen=True)
 class AttentionCache:
-    """What `MultiHeadAttention` attends over for one decoded position per row (its `cache`).
+    """What `MultiHeadAttention` attends over from one decoded position per row (`cache=`).
 
-    A dataclass, not a tuple: Keras refuses call arguments that nest tensors with other values.
+    (A dataclass: Keras refuses call arguments that nest tensors with other values.)
 
     Attributes:
-      layout: the cache layout (`kv_cache.GraphLayout` or `XlaLayout`): how keys and values are
-        stored, written and read.
-      projection: `(kernel, bias)` from `MultiHeadAttention.decoding_projection`: the
-        position's query (cross-attention), or its query, key and value (self-attention).
-      key, value: the self-attention cache, or the memory's keys and values (the layout's shapes).
+      layout: a `kv_cache` layout: how keys and values are stored, written and read.
+      projection: `decoding_projection`'s `(kernel, bias)`: query, key and value for
+        self-attention, the query for cross-attention.
+      key, value: the self-attention cache, or the encoder output's keys and values.
       bias: additive mask bias, broadcastable to the scores.
-      slot: self-attention: where the position's key and value are written (a row of
-        `layout.slots`); None: cross-attention, nothing is written.
+      slot: self-attention: where the position is written (a row of `layout.slots`).
       group: queries per key/value row (the beams of a sentence in cross-attention).
-      history: int32 `(rows, len, 2)` `[cache row, position]` of each row's earlier positions
-        ("xla" layout: a beam search that moves no cache rows); None: in the row itself.
+      history: "xla" layout: int32 `(rows, len, 2)`, `[cache row, position]` of each row's
+        earlier positions (beam search without moving cache rows); None: in the row itself.
     """
 
     layout: Any
@@ -71,9 +69,8 @@ class MultiHeadAttention(tf.keras.layers.Layer):
 
     Masks follow the tutorial's convention: **1.0 = masked**.
 
-    `call` attends whole sequences (training, teacher forcing, the encoder), or, with `cache`,
-    one decoded position per row over a key/value cache: the same output projection, the
-    query (and key and value) projected with `decoding_projection`'s weights.
+    `call` attends whole sequences, or with `cache` one decoded position per row over a
+    key/value cache (the same output projection; q/k/v from `decoding_projection`).
 
     Args:
       d_model: model width; the query/key/value/output projections are `d_model x d_model`.
@@ -163,28 +160,16 @@ class MultiHeadAttention(tf.keras.layers.Layer):
             values = cache.layout.write(values, v, cache.slot)
             cache = dataclasses.replace(cache, key=keys, value=values)
             if cache.history is not None:
-                keys, values = (
-                    tf.gather_nd(keys, cache.history),
-                    tf.gather_nd(values, cache.history),
-                )
+                keys, values = (tf.gather_nd(t, cache.history) for t in (keys, values))
         return cache.layout.attend(q, keys, values, cache.bias, cache.group), cache
 
     def decoding_projection(self, layout, *names: str) -> tuple[tf.Tensor, tf.Tensor]:
-        """Projections of a cached `call` as one `(kernel, bias)`, from this layer's weights.
+        """`names` ("query", "key", "value") as one `(kernel, bias)` in the compute dtype.
 
-        Read once per decoding call: `"query", "key", "value"` for self-attention (one
-        `(d_model, 3 d_model)` matmul per step), `"query"` for cross-attention, `"key", "value"`
-        for the memory it attends over (once per sentence). The query is scaled by
-        `1 / sqrt(depth)`, which moves the scores' scale onto it (the same product;
-        bit-identical when `depth` is a power of 4). The Keras weights and checkpoints keep
-        their separate layout.
-
-        Args:
-          layout: the cache layout; its `arrange` orders the query and key columns.
-          *names: the projections, concatenated in this order.
-
-        Returns:
-          `(kernel, bias)` in the compute dtype.
+        Read once per decoding call: q/k/v for self-attention (one matmul per step), the query
+        for cross-attention, key and value for the encoder output. The query is scaled by
+        `1 / sqrt(depth)` (the scores' scale moved onto it; bit-identical when `depth` is a power
+        of 4); `layout.arrange` orders query and key columns. The Keras weights keep their layout.
         """
         scale = {"query": 1.0 / math.sqrt(self.depth), "key": 1.0, "value": 1.0}
         dense = {"query": self.wq, "key": self.wk, "value": self.wv}
@@ -200,17 +185,13 @@ class MultiHeadAttention(tf.keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            d_model=self.d_model,
-            num_heads=self.num_heads,
-            attention_dropout=self.attention_dropout,
-        )
+        config.update(d_model=self.d_model, num_heads=self.num_heads)
+        config.update(attention_dropout=self.attention_dropout)
         return config
 
 
 def dense(x, projection):
-    """`x kernel + bias` for a 2-D `x` and `projection = (kernel, bias)`: MatMul and BiasAdd, which
-    Grappler fuses (a Keras Dense on prepared weights, without its casts and N-D reshapes)."""
+    """`x kernel + bias` for a 2-D `x`, `projection = (kernel, bias)` (MatMul + BiasAdd)."""
     kernel, bias = projection
     return tf.nn.bias_add(tf.matmul(x, kernel), bias)
 

@@ -1,26 +1,17 @@
 """The two key/value cache layouts of one-token decoding: how a position is stored, written, read.
 
-`MultiHeadAttention.call(..., cache=...)` runs the same projections for both; a layout decides
-only the shapes of the caches and how a position's key/value is written and attended over.
+`MultiHeadAttention.call(..., cache=...)` runs the same projections for both layouts.
 
-* `GraphLayout` (graph mode's fastest): per-head caches `(rows, heads, len, depth)`, a position
-  written as `rows * heads` scatter slices, attention as batched matmuls.
-* `XlaLayout` (XLA's fastest; `make_decode_fn(jit_compile=True)` picks it): heads merged,
-  `(rows, len, d_model)`, a position written as one slice per row (beam search can also leave
-  it in place and read through a row table, `history`). XLA on a CPU runs each per-(row, head)
-  `(1, depth) x (depth, len)` product as its own small dot, so attention for the one query is
-  written as products and sums, which XLA fuses into a few vectorized loops:
-
-  * scores `s[r, t, h] = sum_d q[r, d, h] k[r, t, d, h]`: query and key columns are stored
-    depth-major, `(depth, heads)` (`arrange`, applied to their kernels once per decoding call),
-    so the sum runs over a major axis and the heads are the vector lanes (XLA:CPU leaves a sum
-    over the minor axis scalar);
-  * softmax over `t` in float32, then `out[r, h, d] = sum_t w[r, t, h] v[r, t, h, d]`;
-  * a length over 32 is viewed as two axes of at most 32 (`_length_dims`): XLA:CPU's
-    TreeReductionRewriter splits longer reductions into a reduce-window and a reduce, which
-    stops the product fusing into the sum and writes the `(rows, len, heads, depth)` product out.
-
-Both compute `softmax(q k^T + bias) v` with queries scaled beforehand; both run anywhere.
+* `GraphLayout` (the fastest in graph mode): per-head caches, a position written as
+  `rows * heads` scatter slices, attention as batched matmuls.
+* `XlaLayout` (the fastest under XLA): heads merged, a position written as one slice per row
+  (beam search may leave it in place and read through a row table, `history`). XLA:CPU runs each
+  `(1, depth) x (depth, len)` product of a row and head as its own small dot, so the one query's
+  attention is products and sums, fused into a few vectorized loops: query and key columns are
+  depth-major (`arrange`, on their kernels once per call), so the score sums run over a major
+  axis with the heads as vector lanes; a length over 32 is viewed as two axes of at most 32
+  (`_length_dims`), or XLA:CPU's TreeReductionRewriter splits the reduction and stops the
+  product fusing into the sum.
 """
 
 from __future__ import annotations
