@@ -50,24 +50,13 @@ class Transformer(tf.keras.Model):
 
     `model((src, tgt_in))` returns the logits and nothing else. Decoding strategies (greedy,
     beam search) live in `tf_transformer.inference` and drive the model through `encode`,
-    `start_decoding` and `decode_step`, which runs the decoder's own layers on one position
-    with a key/value cache; attention weights for plots come from `call_with_attention`. Masks are built inside from PAD = 0 (**1.0 = masked**) and passed
-    explicitly to every layer.
-
-    Keyword arguments are the fields of `ModelConfig` (same names, defaults and validation;
-    the defaults are the paper's base model), plus those of `tf.keras.Model` (`name`, `dtype`).
+    `start_decoding` and `decode_step` (the decoder's own layers on one position per row, with
+    a key/value cache); attention weights for plots come from `call_with_attention`. Masks are
+    built inside from PAD = 0 (**1.0 = masked**) and passed explicitly to every layer.
 
     Args:
-      num_layers, d_model, num_heads, dff, dropout_rate: paper sizes.
-      attention_dropout, activation_dropout, word_dropout: extra dropouts (0 = off).
-      activation: the feed-forward activation, "relu" (paper) or "gelu".
-      input_vocab_size, target_vocab_size: vocabulary sizes (id 0 is PAD).
-      max_length: positions of the sinusoid tables.
-      norm_first: pre-norm instead of the paper's post-norm.
-      positional_layout: "interleaved" (paper) or "concat" (tutorial).
-      share_target_embeddings: the output projection reuses the target embedding matrix.
-      share_embeddings: one matrix embeds source and target tokens and makes the output
-        projection (three-way tying, Press & Wolf 2017; needs one shared vocabulary).
+      **kwargs: the fields of `ModelConfig` (the same names, defaults and validation; the
+        defaults are the paper's base model), plus those of `tf.keras.Model` (`name`, `dtype`).
 
     Call arguments:
       inputs: `(src, tgt_in)`, int `(batch, src_len)` and `(batch, tgt_len)`.
@@ -116,9 +105,7 @@ class Transformer(tf.keras.Model):
         self.built = True
 
     def call(self, inputs, training=None):
-        src, tgt_in = inputs
-        logits, _ = self._logits_and_attention(src, tgt_in, training=training)
-        return logits
+        return self.call_with_attention(inputs, training=training)[0]
 
     def call_with_attention(self, inputs, training=False):
         """Logits plus every attention map, for plots and inspection.
@@ -129,9 +116,6 @@ class Transformer(tf.keras.Model):
           `(batch, heads, tgt_len, tgt_len)` and `"cross"` `(batch, heads, tgt_len, src_len)`.
         """
         src, tgt_in = inputs
-        return self._logits_and_attention(src, tgt_in, training=training)
-
-    def _logits_and_attention(self, src, tgt_in, training):
         padding_mask, combined_mask = create_masks(src, tgt_in)
         context, encoder_weights = self.encoder(src, padding_mask=padding_mask, training=training)
         x, decoder_weights = self.decoder(

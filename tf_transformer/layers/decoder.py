@@ -124,15 +124,9 @@ class Decoder(Stack):
         else:  # one position: no dropout, the sinusoid's row (the caller checked `position`)
             x = self.embedding.scaled_embedding(ids) + self.embedding.position(position)
         outputs = []  # per layer: the attention weights, or with `cache` the updated caches
-        for i, layer in enumerate(self.stack):
-            x, self_w, cross_w = layer(
-                x,
-                context,
-                self_mask=self_mask,
-                cross_mask=cross_mask,
-                training=training,
-                cache=None if cache is None else cache[i],
-            )
+        masks = {"self_mask": self_mask, "cross_mask": cross_mask}
+        for layer, layer_cache in zip(self.stack, cache or [None] * len(self.stack)):
+            x, self_w, cross_w = layer(x, context, **masks, training=training, cache=layer_cache)
             outputs.append((self_w, cross_w))
         if cache is not None:
             return self.finish(x), outputs
