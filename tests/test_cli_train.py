@@ -59,7 +59,7 @@ def test_resume_needs_a_run_dir(tmp_path, capsys):
 def test_flags_override_the_preset_by_paper_names():
     args = build_parser().parse_args(
         ["train", "--preset", "tiny", "--d-model", "48", "--num-heads", "4", "--dff", "96",
-         "--warmup-steps", "7", "--label-smoothing", "0.2", "--max-length", "100",
+         "--warmup-steps", "7", "--label-smoothing", "0.2", "--max-tokens", "100",
          "--token-budget", "900", "--mixed-precision", "bfloat16", "--average-last", "3",
          "--vocab-min-count", "4"]
     )  # fmt: skip

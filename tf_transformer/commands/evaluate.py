@@ -14,6 +14,7 @@ from tf_transformer.commands import (
     model_loading,
     positive_int,
 )
+from tf_transformer.errors import CLIError
 
 
 def register(subparsers) -> None:
@@ -74,7 +75,6 @@ def evaluation_data(args: argparse.Namespace) -> tuple[dict, str]:
     Raises:
       CLIError: a SavedModel (or a run without a recorded dataset) and no --dataset.
     """
-    from tf_transformer.cli import CLIError
     from tf_transformer.inference.load import saved_model_version
 
     given = {"spec": args.dataset, "tarball": args.tarball, "data_dir": args.data_dir}

@@ -8,6 +8,8 @@ from typing import Any, ClassVar
 
 from typing_extensions import Self  # typing.Self needs Python 3.11
 
+from tf_transformer.errors import DeprecatedName
+
 
 def setting(default: Any, help: str, **metadata: Any) -> Any:
     """A config field with its help text and flag hints (`positive`, `choices`, `none`,
@@ -22,7 +24,7 @@ def warn_deprecated(old: str, new: str) -> None:
     """Says once per process that `old` (a flag or config.json key) is now `new`."""
     if old not in _WARNED:
         _WARNED.add(old)
-        warnings.warn(f"{old} is deprecated: use {new}.", FutureWarning, stacklevel=3)
+        warnings.warn(f"{old} is deprecated: use {new}.", DeprecatedName, stacklevel=3)
 
 
 class _DictConfig:
