@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from tests.export_helpers import tiny_export, tiny_run_dir
-from tf_transformer.inference.load import load_translate_fn, saved_model_version
+from tf_transformer.inference.load import open_translator, saved_model_version
 
 pytestmark = pytest.mark.slow
 
@@ -58,10 +58,10 @@ def test_run_dir_and_saved_model_translate_alike():
     path, module = tiny_export()
     assert saved_model_version(path.parent) == path  # a base path resolves to its highest version
     sentences = ["o gato está na mesa .", "ela comprou um carro novo ."]
-    exported, described = load_translate_fn(path.parent, beam_size=1)
-    assert "greedy" in described
-    assert exported(sentences) == module.translator.translate_batch(sentences, beam_size=1)
-    assert exported([]) == []
+    exported = open_translator(path.parent, beam_size=1)
+    assert "greedy" in exported.description
+    assert exported.translate(sentences) == module.translator.translate_batch(sentences, beam_size=1)
+    assert exported.translate([]) == []
 
 
 def test_translate_cli_reads_a_saved_model(tmp_path):

@@ -10,15 +10,25 @@ a backend that cannot honour one (a SavedModel decodes as it was exported) raise
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from tf_transformer.config import DecodeConfig
 
-TranslateFn = Callable[[list[str]], list[str]]
 # (cross-attention weights (heads, tgt_len, src_len), source wordpieces, target wordpieces)
 Attention = tuple[Any, list[str], list[str]]
+
+
+class TextTranslator(Protocol):
+    """What `open_translator` returns, whatever the source."""
+
+    description: str  # one line saying what runs (the source, checkpoint, decoding)
+
+    def translate(self, sentences: list[str]) -> list[str]:
+        """One translation per sentence, in order."""
+
+    def attention(self, sentence: str) -> Attention:
+        """The last decoder layer's cross-attention heads for one sentence."""
 
 
 def saved_model_version(path: str | Path) -> Path | None:
@@ -159,7 +169,7 @@ def open_translator(
     jit_compile: bool = False,
     model_name: str = "transformer",
     batch_size: int = 32,
-):
+) -> TextTranslator:
     """Opens a translator on a run directory, a SavedModel or a TF Serving URL.
 
     Settings left at None take the backend's own: `DecodeConfig`'s defaults for a run
@@ -209,9 +219,3 @@ def open_translator(
     if not path.is_dir():
         raise FileNotFoundError(f"{path} is neither a run directory nor an exported SavedModel.")
     return RunTranslator(path, config, checkpoint, jit_compile)
-
-
-def load_translate_fn(path: str | Path, **settings) -> tuple[TranslateFn, str]:
-    """`(translate, description)` of `open_translator(path, **settings)`."""
-    translator = open_translator(path, **settings)
-    return translator.translate, translator.description

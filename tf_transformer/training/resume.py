@@ -58,6 +58,7 @@ def _refuse(what: str, differences: dict[str, tuple], hint: str) -> None:
 def resumed_configs(
     stored_model: ModelConfig,
     stored_train: TrainConfig,
+    *,
     model_config: ModelConfig | None = None,
     train_config: TrainConfig | None = None,
     train_changes: dict | None = None,

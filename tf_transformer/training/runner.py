@@ -180,7 +180,11 @@ def run(
         data = DataConfig.from_dict(stored["data"]) if stored.get("data") else DataConfig()
     if stored.get("model"):  # a resumed run: its configs, with what a resume may change
         model_config, train_config = resumed_configs(
-            run.model_config(), run.train_config(), model_config, train_config, train_changes
+            run.model_config(),
+            run.train_config(),
+            model_config=model_config,
+            train_config=train_config,
+            train_changes=train_changes,
         )
     else:
         train_config = apply_train_changes(train_config or TrainConfig(), train_changes)
