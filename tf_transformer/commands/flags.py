@@ -80,8 +80,8 @@ def add_config_flags(
 
 
 def _shown(value, field: dataclasses.Field) -> str:
-    if value is None:
-        return field.metadata.get("none") or "none"
+    if value is None:  # the flag's word for None, or what None stands for
+        return field.metadata.get("none") or field.metadata.get("unset") or "none"
     if isinstance(value, bool):
         return "on" if value else "off"
     return str(value)

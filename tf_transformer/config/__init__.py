@@ -8,9 +8,8 @@
 - `DataConfig`: which corpus and which language pair.
 - `PRESETS` / `TRAIN_PRESETS`: named model and training configurations.
 
-Each field's metadata holds its `help` (the CLI's flags are made from the fields, see
-`tf_transformer.commands.flags`) and, where they apply, `positive` (checked by the dataclass,
-and the flag refuses other values), `choices` and `none` (the flag's word for None).
+Each field's metadata holds its `help`, and the hints of `setting`: the CLI's flags are made
+from the fields (`tf_transformer.commands.flags`).
 """
 
 from tf_transformer.config.base import setting, warn_deprecated

@@ -12,8 +12,12 @@ from tf_transformer.errors import DeprecatedName
 
 
 def setting(default: Any, help: str, **metadata: Any) -> Any:
-    """A config field with its help text and flag hints (`positive`, `choices`, `none`,
-    `metavar`): `dataclasses.field(default=..., metadata={"help": ..., ...})`."""
+    """A config field: `dataclasses.field(default=..., metadata={"help": ..., ...})`.
+
+    Metadata beside `help`: `positive` (checked in `__post_init__`; the flag refuses other
+    values), `choices`, `none` (the flag's word for None, e.g. "float32"), `unset` (what None
+    stands for, shown as the flag's default) and `metavar`.
+    """
     return dataclasses.field(default=default, metadata={"help": help, **metadata})
 
 

@@ -20,21 +20,23 @@ class DecodeConfig(_DictConfig):
     # better than 1.3 and 1.6 (bench/README.md, "Translation quality"); the paper's 0.6 was
     # tuned on WMT.
     length_penalty: float = setting(
-        1.0, "GNMT length-penalty exponent of beam search (0: raw log-probabilities)."
+        1.0,
+        "GNMT length-penalty exponent of beam search (0: raw log-probabilities).",
+        metavar="P",
     )
     max_source_tokens: int | None = setting(
         None,
-        "Source tokens kept per sentence, START/END included (None: min(128, the model's "
-        "max_length)).",
+        "Source tokens kept per sentence, START/END included.",
         positive=True,
         metavar="N",
+        unset="min(128, the model's max_length)",
     )
     max_new_tokens: int | None = setting(
         None,
-        "Most tokens generated per sentence, END included (None: min(128, the model's "
-        "max_length)).",
+        "Most tokens generated per sentence, END included.",
         positive=True,
         metavar="N",
+        unset="min(128, the model's max_length)",
     )
 
     # Both caps when unset, bounded by the model's positional table.
