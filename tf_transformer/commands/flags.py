@@ -38,9 +38,8 @@ def positive_float(text: str) -> float:
     return value
 
 
-def _value_type(config_class: type, field: dataclasses.Field) -> type:
-    """The field's type without its `| None`."""
-    hint = typing.get_type_hints(config_class)[field.name]
+def _without_none(hint) -> type:
+    """`int | None` -> `int`."""
     types = [arg for arg in typing.get_args(hint) if arg is not type(None)] or [hint]
     return types[0]
 
@@ -54,11 +53,12 @@ def add_config_flags(
     with "(default: ...)", filled in by `show_defaults`.
     """
     actions = []
+    hints = typing.get_type_hints(config_class)
     for field in dataclasses.fields(config_class):
         if field.name in skip:
             continue
         metadata = field.metadata
-        value_type = _value_type(config_class, field)
+        value_type = _without_none(hints[field.name])
         options = {"dest": field.name, "default": None, "metavar": metadata.get("metavar")}
         if value_type is bool:
             options = {"dest": field.name, "default": None}
@@ -73,9 +73,9 @@ def add_config_flags(
             options["type"] = positive if metadata.get("positive") else value_type
         help_text = metadata["help"].replace("%", "%%") + " (default: %(shown)s)"
         action = group.add_argument(flag_name(field.name), help=help_text, **options)
-        action.field = field
+        action.field, action.config_class = field, config_class
         actions.append(action)
-    show_defaults(actions, {})
+    show_defaults(actions)
     return actions
 
 
@@ -87,14 +87,13 @@ def _shown(value, field: dataclasses.Field) -> str:
     return str(value)
 
 
-def show_defaults(actions: Iterable[argparse.Action], configs: dict[type, object]) -> None:
-    """Sets the default each flag's help shows: its field's value in the config of its class in
-    `configs` (the class's own default when it has none there)."""
+def show_defaults(actions: Iterable[argparse.Action], *configs) -> None:
+    """Sets the default each flag's help shows: its field's value in the one of `configs` of
+    its config class (the field's own default when none is)."""
     for action in actions:
-        field = action.field
-        config = next((c for c in configs.values() if hasattr(c, field.name)), None)
-        value = getattr(config, field.name) if config is not None else field.default
-        action.shown = _shown(value, field)
+        config = next((c for c in configs if isinstance(c, action.config_class)), None)
+        value = action.field.default if config is None else getattr(config, action.field.name)
+        action.shown = _shown(value, action.field)
 
 
 def config_changes(args: argparse.Namespace, config_class: type) -> dict:

@@ -53,8 +53,7 @@ class PresetAction(argparse.Action):
         self.show(values)
 
     def show(self, name: str) -> None:
-        configs = {ModelConfig: get_preset(name), TrainConfig: get_train_preset(name)}
-        show_defaults(self.config_actions, configs)
+        show_defaults(self.config_actions, get_preset(name), get_train_preset(name))
         self.group.description = PRESET_HELP.format(name)
 
 
@@ -137,7 +136,7 @@ def data_from_args(args: argparse.Namespace) -> DataConfig | None:
         # The run's own data; the flags may say where it lives now.
         from tf_transformer.run_dir import RunDir
 
-        return RunDir(args.run_dir).data_config().replace(**given)
+        return (RunDir(args.run_dir).data_config() or DataConfig()).replace(**given)
     return DataConfig(**given)
 
 
