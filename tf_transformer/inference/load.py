@@ -23,6 +23,9 @@ class TextTranslator(Protocol):
     """What `open_translator` returns, whatever the source."""
 
     description: str  # one line saying what runs (the source, checkpoint, decoding)
+    # `(name, prefix)` of the run checkpoint read (`RunDir.checkpoint`); None for a SavedModel
+    # or a server, which hold one set of weights.
+    checkpoint: tuple[str, str] | None
 
     def translate(self, sentences: list[str]) -> list[str]:
         """One translation per sentence, in order."""
@@ -55,7 +58,8 @@ class RunTranslator:
         run = RunDir(path)
         run.read_config()  # a clear error before TensorFlow loads anything
         tokenizers = run.load_tokenizers()
-        self.checkpoint_name, self.checkpoint_path = run.checkpoint(checkpoint)
+        self.checkpoint = run.checkpoint(checkpoint)
+        self.checkpoint_name, self.checkpoint_path = self.checkpoint
         self.translator = Translator(
             tokenizers, run.load_model(self.checkpoint_path), config, jit_compile=jit_compile
         )
@@ -77,6 +81,8 @@ class RunTranslator:
 
 class _Exported:
     """What SavedModel and server backends share: the decoding was fixed at export."""
+
+    checkpoint = None  # one set of weights
 
     def __init__(self, where: str, exported: dict | None, changes: dict, jit_compile: bool):
         beam_size = changes.pop("beam_size", None)
