@@ -36,7 +36,9 @@ def test_evaluate_prints_scores_signatures_and_writes_hypotheses(tmp_path):
         "12",
         "--beam-size",
         "1",
-        "--max-length",
+        "--max-source-tokens",
+        "8",
+        "--max-new-tokens",
         "8",
         "--output",
         output,
@@ -60,7 +62,9 @@ def test_run_dir_and_saved_model_translate_alike():
     sentences = ["o gato está na mesa .", "ela comprou um carro novo ."]
     exported = open_translator(path.parent, beam_size=1)
     assert "greedy" in exported.description
-    assert exported.translate(sentences) == module.translator.translate_batch(sentences, beam_size=1)
+    assert exported.translate(sentences) == module.translator.translate_batch(
+        sentences, beam_size=1
+    )
     assert exported.translate([]) == []
 
 
@@ -99,7 +103,8 @@ def test_evaluate_a_split_named_by_its_files(tmp_path, capsys):
     (corpus / "devtest.en").write_text("the cat is on the table .\ni like books .\n")
     output = tmp_path / "hyp.txt"
     common = ["evaluate", str(tiny_run_dir().root), "--dataset", str(corpus), "--quiet"]
-    common += ["--beam-size", "1", "--max-length", "8", "--output", str(output)]
+    common += ["--beam-size", "1", "--max-source-tokens", "8", "--max-new-tokens", "8"]
+    common += ["--output", str(output)]
     assert main([*common, "--split", "devtest"]) == 0
     out = capsys.readouterr().out
     assert f"dataset: {corpus} (--dataset), split devtest" in out

@@ -15,10 +15,10 @@ class DecodeConfig(_DictConfig):
     """How to decode: the one set of defaults of the Translator, the export and the CLI."""
 
     beam_size: int = setting(4, "Beams per sentence; 1 = greedy.", positive=True)
-    # GNMT's alpha (Wu et al. 2016, eq. 14). 1.0 scored at least as well as 0.6 on Tatoeba dev
-    # in 24 of 29 small-data evaluations (up to +0.5 BLEU; the others 0.1-0.15 lower), and
-    # better than 1.3 and 1.6 (bench/README.md, "Translation quality"); the paper's 0.6 was
-    # tuned on WMT.
+    # The exponent of GNMT's length penalty (Wu et al. 2016, eq. 14). 1.0 scored at least as
+    # well as 0.6 on Tatoeba dev in 24 of 29 small-data evaluations (up to +0.5 BLEU; the
+    # others 0.1-0.15 lower), and better than 1.3 and 1.6 (bench/README.md, "Translation
+    # quality"); the paper's 0.6 was tuned on WMT.
     length_penalty: float = setting(
         1.0,
         "GNMT length-penalty exponent of beam search (0: raw log-probabilities).",

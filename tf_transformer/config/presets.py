@@ -103,7 +103,7 @@ TRAIN_PRESETS: dict[str, TrainConfig] = {
         shared_vocab=True,  # for the model's share_embeddings
         lower_case_source=True,  # +1.8 BLEU on Tatoeba dev, TED 7.5 -> 8.1 (lower-cased sources)
         # Three quarters as many pairs again per epoch, joined two by two: 40.0 against 36.9
-        # on Tatoeba dev (beam 4, alpha 1.0; 25%: 38.4, 50%: 39.7), TED dev 15.1 against 10.4;
+        # on Tatoeba dev (beam 4, length penalty 1.0; 25%: 38.4, 50%: 39.7), TED dev 15.1 against 10.4;
         # multi-sentence inputs no longer lose their second sentence (bench/README.md).
         concat_fraction=0.75,
         token_budget=1024,  # 2048 measured worse at the same number of tokens

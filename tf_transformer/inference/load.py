@@ -66,7 +66,7 @@ class RunTranslator:
         config = self.translator.config
         mode = "greedy"
         if config.beam_size > 1:
-            mode = f"beam {config.beam_size}, alpha {config.length_penalty}"
+            mode = f"beam {config.beam_size}, length penalty {config.length_penalty}"
         self.description = (
             f"run {path} ({self.checkpoint_name} checkpoint {self.checkpoint_path}, {mode})"
         )

@@ -47,7 +47,7 @@ def epoch_batches(pairs: tf.data.Dataset, tokenizers, train_config: TrainConfig)
         return make_batches(
             epoch_pairs,
             tokenizers,
-            max_length=train_config.max_tokens,
+            max_tokens=train_config.max_tokens,
             token_budget=train_config.token_budget,
             shuffle_buffer=train_config.shuffle_buffer,
             seed=train_config.seed + epoch,
@@ -62,7 +62,7 @@ def validation_batches(pairs: tf.data.Dataset, tokenizers, train_config: TrainCo
     return make_batches(
         pairs,
         tokenizers,
-        max_length=train_config.max_tokens,
+        max_tokens=train_config.max_tokens,
         token_budget=train_config.token_budget,
         shuffle=False,
     )
