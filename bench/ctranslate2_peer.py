@@ -69,7 +69,7 @@ def engines_for(model, tokenizers, n: int, beam: int, saved, ct2, step_layout=No
     """`{engine: (call(source_index) -> tokens generated)}` for one (length, beam) case."""
     xla = make_decode_fn(
         model,
-        max_length=n,
+        max_new_tokens=n,
         min_length=n,
         beam_size=beam,
         jit_compile=True,
@@ -144,13 +144,13 @@ def main() -> None:
     results = {}
     cases = []  # the --json figures: median ms per engine and the ratios, per (length, beam)
     for n in args.lengths:
-        saved_path = ExportModule(tokenizers, model, max_length=n, beam_size=4).export(
-            work / f"saved_{n}"
-        )
+        saved_path = ExportModule(
+            tokenizers, model, max_source_tokens=n, max_new_tokens=n, beam_size=4
+        ).export(work / f"saved_{n}")
         saved = tf.saved_model.load(str(saved_path))
         # Sources after which neither greedy nor beam 4 emits END before n tokens (unforced),
         # so the SavedModel generates as many tokens as the forced engines.
-        unforced = [make_decode_fn(model, max_length=n, beam_size=b) for b in args.beams]
+        unforced = [make_decode_fn(model, max_new_tokens=n, beam_size=b) for b in args.beams]
         sources = []
         while len(sources) < args.sentences:
             body = rng.integers(len(RESERVED_TOKENS), config.input_vocab_size, size=20)

@@ -72,10 +72,10 @@ def beam_vs_greedy(model, greedy, n: int, jit: bool, sources, args, record=None)
     median times go to the list `record` too when given (the --json figures)."""
     beam = make_decode_fn(
         model,
-        max_length=n,
+        max_new_tokens=n,
         min_length=n,
         beam_size=4,
-        alpha=0.6,
+        length_penalty=0.6,
         jit_compile=jit,
         step_layout=step_layout(jit, args),
     )
@@ -117,10 +117,10 @@ def compare_step_layouts(model, sources, args) -> dict[str, float]:
             fns = [
                 make_decode_fn(
                     model,
-                    max_length=n,
+                    max_new_tokens=n,
                     min_length=n,
                     beam_size=beam,
-                    alpha=0.6,
+                    length_penalty=0.6,
                     jit_compile=True,
                     step_layout=layout,
                 )
@@ -195,7 +195,7 @@ def main() -> None:
         for jit in jit_options:
             ours = make_decode_fn(
                 model,
-                max_length=n,
+                max_new_tokens=n,
                 min_length=n,
                 jit_compile=jit,
                 step_layout=step_layout(jit, args),
@@ -233,13 +233,13 @@ def main() -> None:
         )
         if chosen_jit[n] and (graph_greedy is not None or args.graph_beam):
             if graph_greedy is None:
-                graph_greedy = make_decode_fn(model, max_length=n, min_length=n)
+                graph_greedy = make_decode_fn(model, max_new_tokens=n, min_length=n)
             graph_ratios[n] = beam_vs_greedy(
                 model, graph_greedy, n, False, sources, args, figures["beam"]
             )
     if graph_ms_per_token is None:  # XLA only: time the graph decoder at the first length
         n = args.lengths[0]
-        graph = make_decode_fn(model, max_length=n, min_length=n)
+        graph = make_decode_fn(model, max_new_tokens=n, min_length=n)
         timed(graph, sources[0])
         times = [timed(graph, src) for _ in range(args.repeats) for src in sources]
         graph_ms_per_token = statistics.median(times) * 1000 / n

@@ -206,7 +206,7 @@ def evaluate_run(args, root: Path) -> dict:
         checkpoint = Path(prefix).name
     model = run.load_model(prefix)
     tokenizers = run.load_tokenizers()
-    translator = Translator(tokenizers, model, max_length=min(128, model.max_length))
+    translator = Translator(tokenizers, model)  # both caps: min(128, the model's max_length)
     budget_path = run.root / "quality.json"
     record = json.loads(budget_path.read_text()) if budget_path.is_file() else {}
     how = "--checkpoint" if args.checkpoint else "best > averaged > latest"
@@ -240,7 +240,7 @@ def evaluate_run(args, root: Path) -> dict:
             start = time.monotonic()
             scores, _ = evaluate(
                 lambda batch, b=beam_size, a=alpha: translator.translate_batch(
-                    batch, beam_size=b, alpha=a
+                    batch, beam_size=b, length_penalty=a
                 ),
                 pairs,
                 hypotheses_path=run.root

@@ -122,7 +122,8 @@ def main() -> None:
         module = ExportModule(
             tokenizers,
             model,
-            max_length=args.max_length,
+            max_source_tokens=args.max_length,
+            max_new_tokens=args.max_length,
             beam_size=args.beam_size,
             jit_compile=jit,
             warmup_batch_sizes=batch_sizes,

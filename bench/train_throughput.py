@@ -128,7 +128,7 @@ def main() -> None:
     pairs = load_pairs()
     tokenizers = build_tokenizers(pairs, 8000, learn_params={"num_iterations": 1})
     train_config = TrainConfig()
-    common = {"max_length": train_config.max_tokens, "shuffle": False, "seed": 0}
+    common = {"max_tokens": train_config.max_tokens, "shuffle": False, "seed": 0}
     padded = list(padded_batches(pairs, tokenizers, batch_size=64, **common))[: args.batches]
     # Our batches hold the same sentences as the padded ones timed.
     sentences = 64 * len(padded)

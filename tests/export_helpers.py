@@ -14,7 +14,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from tf_transformer.config import get_preset
+from tf_transformer.config import DecodeConfig, get_preset
 from tf_transformer.data.sample import sample_pairs
 from tf_transformer.model import Transformer
 from tf_transformer.run_dir import RunDir
@@ -22,6 +22,10 @@ from tf_transformer.text.tokenizers import build_tokenizers
 
 MAX_LENGTH = 8  # generated tokens: short, so beam search over untrained weights stays fast
 BEAM_SIZE = 3
+# The decoding both exports bake in.
+DECODING = DecodeConfig(
+    beam_size=BEAM_SIZE, max_source_tokens=MAX_LENGTH, max_new_tokens=MAX_LENGTH
+)
 XLA_WARMUP_BATCH_SIZES = (1, 2)
 SENTENCES = [
     "o gato está na mesa .",
@@ -81,7 +85,7 @@ def tiny_export():
     from tf_transformer.inference.export import ExportModule
 
     _, tokenizers, model = tiny_objects()
-    module = ExportModule(tokenizers, model, beam_size=BEAM_SIZE, max_length=MAX_LENGTH)
+    module = ExportModule(tokenizers, model, DECODING)
     return module.export(_root() / "saved_models" / "tiny"), module
 
 
@@ -95,8 +99,7 @@ def tiny_xla_export():
     module = ExportModule(
         tokenizers,
         model,
-        beam_size=BEAM_SIZE,
-        max_length=MAX_LENGTH,
+        DECODING,
         jit_compile=True,
         warmup_batch_sizes=XLA_WARMUP_BATCH_SIZES,
     )

@@ -13,7 +13,7 @@ from tests.test_decoding import (
 from tf_transformer.inference.beam_search import (
     beam_search,
     gather_beams,
-    length_penalty,
+    gnmt_length_penalty,
     tile_beams,
     top_next_tokens,
 )
@@ -50,8 +50,10 @@ def test_beam_search_finds_the_sequence_greedy_misses():
             UNK: {END: 1.0},
         }
     )
-    greedy = greedy_decode(bigram_logits_fn(table), cache_for(1), 1, max_length=5)
-    beam = beam_search(bigram_logits_fn(table), cache_for(1), 1, 3, max_length=5, alpha=0.0)
+    greedy = greedy_decode(bigram_logits_fn(table), cache_for(1), 1, max_new_tokens=5)
+    beam = beam_search(
+        bigram_logits_fn(table), cache_for(1), 1, 3, max_new_tokens=5, length_penalty=0.0
+    )
     assert greedy.ids.numpy()[0, 1] == A
     np.testing.assert_array_equal(beam.ids.numpy(), [[START, B, END]])
     np.testing.assert_allclose(beam.log_probs.numpy(), [np.log(0.36)], rtol=1e-5)
@@ -69,48 +71,48 @@ SHORT_VS_LONG = bigram_table(
 )
 
 
-@pytest.mark.parametrize("alpha, expected", [(0.0, [START, END]), (1.0, [START, A, END])])
-def test_length_penalty_picks_short_or_long_as_the_formula_says(alpha, expected):
+@pytest.mark.parametrize("length_penalty, expected", [(0.0, [START, END]), (1.0, [START, A, END])])
+def test_length_penalty_picks_short_or_long_as_the_formula_says(length_penalty, expected):
     out = beam_search(
         bigram_logits_fn(SHORT_VS_LONG),
         cache_for(1),
         1,
         2,
-        max_length=6,
-        alpha=alpha,
+        max_new_tokens=6,
+        length_penalty=length_penalty,
         return_all_beams=True,
     )
     best = out.ids.numpy()[0, 0]
     np.testing.assert_array_equal(best[: len(expected)], expected)
     assert (best[len(expected) :] == PAD).all()
-    # Scores against the formula ((5 + len) / 6) ** alpha, for the winner.
+    # Scores against the formula ((5 + len) / 6) ** length_penalty, for the winner.
     log_prob = {1: np.log(0.3), 2: np.log(0.28 * 0.97)}[len(expected) - 1]
     length = len(expected) - 1
     np.testing.assert_allclose(out.lengths.numpy()[0, 0], length)
     np.testing.assert_allclose(out.log_probs.numpy()[0, 0], log_prob, rtol=1e-5)
     np.testing.assert_allclose(
-        out.scores.numpy()[0, 0], log_prob / ((5 + length) / 6) ** alpha, rtol=1e-5
+        out.scores.numpy()[0, 0], log_prob / ((5 + length) / 6) ** length_penalty, rtol=1e-5
     )
     # And the two hypotheses compare as the formula says.
     short, long = np.log(0.3), np.log(0.28 * 0.97)
-    assert (short > long * (6 / 7) ** alpha) == (alpha == 0.0)
+    assert (short > long * (6 / 7) ** length_penalty) == (length_penalty == 0.0)
 
 
 def test_length_penalty_values():
-    np.testing.assert_allclose(length_penalty(tf.constant([1, 7]), 1.0).numpy(), [1.0, 2.0])
-    np.testing.assert_allclose(length_penalty(tf.constant([3]), 0.0).numpy(), [1.0])
+    np.testing.assert_allclose(gnmt_length_penalty(tf.constant([1, 7]), 1.0).numpy(), [1.0, 2.0])
+    np.testing.assert_allclose(gnmt_length_penalty(tf.constant([3]), 0.0).numpy(), [1.0])
 
 
 def test_finished_beams_stop_growing_and_keep_their_score():
-    # The END hypothesis finishes at step 1; the C C C ... beam goes on to max_length.
+    # The END hypothesis finishes at step 1; the C C C ... beam goes on to max_new_tokens.
     results = [
         beam_search(
             bigram_logits_fn(SHORT_VS_LONG),
             cache_for(1),
             1,
             2,
-            max_length=n,
-            alpha=0.0,
+            max_new_tokens=n,
+            length_penalty=0.0,
             return_all_beams=True,
             trim_ids=False,
         )
@@ -131,9 +133,9 @@ def test_finished_beams_stop_growing_and_keep_their_score():
 
 def test_beam_search_stops_when_every_beam_has_ended():
     table = bigram_table({START: {END: 0.5, A: 0.5}, A: {END: 1.0}})
-    out = beam_search(bigram_logits_fn(table), cache_for(2), 2, 2, max_length=30)
+    out = beam_search(bigram_logits_fn(table), cache_for(2), 2, 2, max_new_tokens=30)
     assert int(out.steps) == 2
-    # Equal probabilities: the length penalty (alpha 0.6) prefers the longer one.
+    # Equal probabilities: the length penalty (length_penalty 0.6) prefers the longer one.
     np.testing.assert_array_equal(out.ids.numpy(), [[START, A, END]] * 2)
 
 
@@ -143,12 +145,12 @@ def model():
 
 
 def test_beam_one_equals_greedy(model):
-    greedy = make_decode_fn(model, max_length=8)(SRC)
+    greedy = make_decode_fn(model, max_new_tokens=8)(SRC)
 
     @tf.function
     def beam_one(src):
         logits_fn, cache = model_logits_fn(model, src, 8)
-        return beam_search(logits_fn, cache, tf.shape(src)[0], 1, 8, alpha=0.6)
+        return beam_search(logits_fn, cache, tf.shape(src)[0], 1, 8, length_penalty=0.6)
 
     out = beam_one(SRC)
     np.testing.assert_array_equal(out.ids.numpy(), greedy.ids.numpy())
@@ -156,7 +158,7 @@ def test_beam_one_equals_greedy(model):
 
 
 def test_cached_beam_equals_recompute_beam(model):
-    kwargs = {"max_length": 7, "beam_size": 3, "alpha": 0.6, "return_all_beams": True}
+    kwargs = {"max_new_tokens": 7, "beam_size": 3, "length_penalty": 0.6, "return_all_beams": True}
     cached = make_decode_fn(model, **kwargs)(SRC)
     reference = make_decode_fn(model, recompute=True, **kwargs)(SRC)
     np.testing.assert_array_equal(cached.ids.numpy(), reference.ids.numpy())
@@ -167,7 +169,7 @@ def test_beam_search_reorders_only_the_self_attention_cache():
     # Cross-attention keys/values and the source mask stay per sentence: the only cache tensors
     # gathered per step are each layer's self-attention keys and values.
     model = layered_model(2)
-    ops = while_body_ops(make_decode_fn(model, max_length=8, beam_size=3))
+    ops = while_body_ops(make_decode_fn(model, max_new_tokens=8, beam_size=3))
     assert ops["GatherNd"] == 2 * 2
     _, cache = model_logits_fn(model, SRC, 8, beam_size=3)
     tiled = tile_beams(cache, 3)

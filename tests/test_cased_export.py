@@ -95,7 +95,9 @@ def export(tmp_path_factory):
     tf.keras.utils.set_random_seed(0)
     model = Transformer.from_config(config)
     model.build()
-    module = ExportModule(tokenizers, model, beam_size=3, max_length=MAX_LENGTH)
+    module = ExportModule(
+        tokenizers, model, beam_size=3, max_source_tokens=MAX_LENGTH, max_new_tokens=MAX_LENGTH
+    )
     return module.export(root / "saved_models" / "cased"), module
 
 
@@ -149,7 +151,13 @@ def test_lower_case_source_export_reads_any_case_and_writes_cased_text(export, t
     source, target = module.tokenizers.source, module.tokenizers.target
     paths = [t.get_vocab_path().numpy().decode() for t in (source, target)]
     tokenizers = Tokenizers(*paths, lower_case_source=True)
-    lower_module = ExportModule(tokenizers, module.model, beam_size=3, max_length=MAX_LENGTH)
+    lower_module = ExportModule(
+        tokenizers,
+        module.model,
+        beam_size=3,
+        max_source_tokens=MAX_LENGTH,
+        max_new_tokens=MAX_LENGTH,
+    )
     path = lower_module.export(tmp_path / "saved_models" / "lower_source")
     sentences = [SENTENCES[0], SENTENCES[0].upper(), SENTENCES[0].lower(), SENTENCES[1]]
     written_ids = tokenizers.target.tokenize(tf.constant([WRITTEN])).to_list()
@@ -172,7 +180,13 @@ def test_truecasing_export_capitalises_like_the_translator(export, tmp_path):
     source, target = module.tokenizers.source, module.tokenizers.target
     paths = [t.get_vocab_path().numpy().decode() for t in (source, target)]
     tokenizers = Tokenizers(*paths, target_first_words=["The"])
-    true_module = ExportModule(tokenizers, module.model, beam_size=3, max_length=MAX_LENGTH)
+    true_module = ExportModule(
+        tokenizers,
+        module.model,
+        beam_size=3,
+        max_source_tokens=MAX_LENGTH,
+        max_new_tokens=MAX_LENGTH,
+    )
     path = true_module.export(tmp_path / "saved_models" / "truecase")
     classes = classify_ops(graph_ops(path))
     assert classes["other"] == [] and set(classes["text"]) <= LONG_STANDING_TEXT_OPS

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from tests.export_helpers import tiny_export, tiny_run_dir
-from tf_transformer.inference.load import load_translate_fn, saved_model_version
+from tf_transformer.inference.load import open_translator, saved_model_version
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +36,9 @@ def test_evaluate_prints_scores_signatures_and_writes_hypotheses(tmp_path):
         "12",
         "--beam-size",
         "1",
-        "--max-length",
+        "--max-source-tokens",
+        "8",
+        "--max-new-tokens",
         "8",
         "--output",
         output,
@@ -58,10 +60,12 @@ def test_run_dir_and_saved_model_translate_alike():
     path, module = tiny_export()
     assert saved_model_version(path.parent) == path  # a base path resolves to its highest version
     sentences = ["o gato está na mesa .", "ela comprou um carro novo ."]
-    exported, described = load_translate_fn(path.parent, beam_size=1)
-    assert "greedy" in described
-    assert exported(sentences) == module.translator.translate_batch(sentences, beam_size=1)
-    assert exported([]) == []
+    exported = open_translator(path.parent, beam_size=1)
+    assert "greedy" in exported.description
+    assert exported.translate(sentences) == module.translator.translate_batch(
+        sentences, beam_size=1
+    )
+    assert exported.translate([]) == []
 
 
 def test_translate_cli_reads_a_saved_model(tmp_path):
@@ -99,7 +103,8 @@ def test_evaluate_a_split_named_by_its_files(tmp_path, capsys):
     (corpus / "devtest.en").write_text("the cat is on the table .\ni like books .\n")
     output = tmp_path / "hyp.txt"
     common = ["evaluate", str(tiny_run_dir().root), "--dataset", str(corpus), "--quiet"]
-    common += ["--beam-size", "1", "--max-length", "8", "--output", str(output)]
+    common += ["--beam-size", "1", "--max-source-tokens", "8", "--max-new-tokens", "8"]
+    common += ["--output", str(output)]
     assert main([*common, "--split", "devtest"]) == 0
     out = capsys.readouterr().out
     assert f"dataset: {corpus} (--dataset), split devtest" in out

@@ -33,7 +33,7 @@ def base_dir(tmp_path_factory):
 def test_export_writes_the_next_version(base_dir, capsys):
     code = cli.main(
         ["export", str(tiny_run_dir().root), "--out", str(base_dir), "--beam-size", "2"]
-        + ["--max-length", "8"]
+        + ["--max-source-tokens", "8", "--max-new-tokens", "8"]
     )
     assert code == 0
     out = capsys.readouterr().out
@@ -51,7 +51,15 @@ def test_export_writes_the_next_version(base_dir, capsys):
 
 def test_jit_compile_export(tmp_path, capsys):
     base = tmp_path / "tiny"
-    arguments = ["--jit-compile", "--warmup-batch-sizes", "1,4", "--max-length", "20"]
+    arguments = [
+        "--jit-compile",
+        "--warmup-batch-sizes",
+        "1,4",
+        "--max-source-tokens",
+        "20",
+        "--max-new-tokens",
+        "20",
+    ]
     code = cli.main(["export", str(tiny_run_dir().root), "--out", str(base), *arguments])
     assert code == 0
     out = capsys.readouterr().out

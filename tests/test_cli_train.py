@@ -59,7 +59,7 @@ def test_resume_needs_a_run_dir(tmp_path, capsys):
 def test_flags_override_the_preset_by_paper_names():
     args = build_parser().parse_args(
         ["train", "--preset", "tiny", "--d-model", "48", "--num-heads", "4", "--dff", "96",
-         "--warmup-steps", "7", "--label-smoothing", "0.2", "--max-length", "100",
+         "--warmup-steps", "7", "--label-smoothing", "0.2", "--max-tokens", "100",
          "--token-budget", "900", "--mixed-precision", "bfloat16", "--average-last", "3",
          "--vocab-min-count", "4"]
     )  # fmt: skip
@@ -150,7 +150,17 @@ def test_max_steps_alone_trains_that_many_steps_past_the_presets_epochs(steps_ru
 @pytest.mark.slow
 def test_evaluate_defaults_to_the_runs_own_dataset(steps_run, capsys):
     run_dir, corpus, _, _ = steps_run
-    arguments = ["--beam-size", "1", "--max-length", "6", "--limit", "2", "--quiet"]
+    arguments = [
+        "--beam-size",
+        "1",
+        "--max-source-tokens",
+        "6",
+        "--max-new-tokens",
+        "6",
+        "--limit",
+        "2",
+        "--quiet",
+    ]
     assert main(["evaluate", str(run_dir), *arguments]) == 0
     out = capsys.readouterr().out
     assert f"dataset: {corpus} (the run's dataset, from {run_dir / 'config.json'})" in out

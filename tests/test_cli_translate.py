@@ -14,7 +14,16 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 ARGS_SENTENCES = ["o carro vermelho é novo .", "nós comemos ."]
 STDIN_LINES = ["ela comprou as maçãs ?", "", "os gatos pretos não são meus ."]
 # The settings of tiny_translator(), whose model the run directory holds.
-OPTIONS = ["--beam-size", "2", "--max-length", str(MAX_LENGTH), "--batch-size", "2"]
+OPTIONS = [
+    "--beam-size",
+    "2",
+    "--max-source-tokens",
+    str(MAX_LENGTH),
+    "--max-new-tokens",
+    str(MAX_LENGTH),
+    "--batch-size",
+    "2",
+]
 
 
 def start_cli(*args, stdin=""):

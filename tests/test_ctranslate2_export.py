@@ -54,7 +54,7 @@ def assert_same_greedy(model, source_vocab, target_vocab, model_dir, sources):
     src = np.zeros((len(ids), width), np.int64)
     for row, sentence in enumerate(ids):
         src[row, : len(sentence) + 2] = [2, *sentence, 3]  # START ... END, as ct2 adds them
-    ours = make_decode_fn(model, max_length=MAX_LENGTH)(tf.constant(src)).ids.numpy()
+    ours = make_decode_fn(model, max_new_tokens=MAX_LENGTH)(tf.constant(src)).ids.numpy()
     expected = [our_tokens(row, target_vocab) for row in ours]
     assert ct2_greedy(model_dir, sources) == expected
 

@@ -64,7 +64,7 @@ def test_write_column_writes_one_column():
 def test_greedy_follows_the_scripted_argmax_and_pads_after_end():
     table = bigram_table({START: {A: 0.6, B: 0.4}, A: {B: 0.7, END: 0.3}, B: {END: 0.9, C: 0.1}})
     cache = {"calls": tf.zeros([2], tf.int32)}
-    out = greedy_decode(bigram_logits_fn(table), cache, 2, max_length=6)
+    out = greedy_decode(bigram_logits_fn(table), cache, 2, max_new_tokens=6)
     np.testing.assert_array_equal(out.ids.numpy(), [[START, A, B, END]] * 2)
     np.testing.assert_array_equal(out.lengths.numpy(), [3, 3])
     np.testing.assert_allclose(out.log_probs.numpy(), [np.log(0.6 * 0.7 * 0.9)] * 2, rtol=1e-5)
@@ -74,7 +74,7 @@ def test_greedy_follows_the_scripted_argmax_and_pads_after_end():
 def test_greedy_stops_early_when_every_sequence_has_ended():
     table = bigram_table({START: {END: 0.9, A: 0.1}})
     cache = {"calls": tf.zeros([3], tf.int32)}
-    out = greedy_decode(bigram_logits_fn(table), cache, 3, max_length=20)
+    out = greedy_decode(bigram_logits_fn(table), cache, 3, max_new_tokens=20)
     assert int(out.steps) == 1
     np.testing.assert_array_equal(out.ids.numpy(), [[START, END]] * 3)
 
@@ -82,7 +82,7 @@ def test_greedy_stops_early_when_every_sequence_has_ended():
 def test_min_length_bans_end_and_forces_the_length():
     table = bigram_table({START: {END: 0.9, A: 0.1}, A: {END: 0.9, A: 0.1}})
     cache = {"calls": tf.zeros([1], tf.int32)}
-    out = greedy_decode(bigram_logits_fn(table), cache, 1, max_length=5, min_length=5)
+    out = greedy_decode(bigram_logits_fn(table), cache, 1, max_new_tokens=5, min_length=5)
     assert int(out.steps) == 5
     np.testing.assert_array_equal(out.ids.numpy(), [[START, A, A, A, A, A]])
 
@@ -97,7 +97,7 @@ def test_finished_sequence_emits_pad_while_others_continue():
         return logits_fn(first, step, cache)
 
     cache = {"calls": tf.zeros([2], tf.int32)}
-    out = greedy_decode(from_row_token, cache, 2, max_length=4)
+    out = greedy_decode(from_row_token, cache, 2, max_new_tokens=4)
     np.testing.assert_array_equal(out.ids.numpy(), [[START, END, 0, 0, 0], [START, C, C, C, C]])
     np.testing.assert_array_equal(out.lengths.numpy(), [1, 4])
     np.testing.assert_allclose(out.log_probs.numpy(), [0.0, 0.0], atol=1e-5)
@@ -109,8 +109,8 @@ def model():
 
 
 def test_cached_greedy_equals_recompute_greedy(model):
-    cached = make_decode_fn(model, max_length=8)(SRC)
-    reference = make_decode_fn(model, max_length=8, recompute=True)(SRC)
+    cached = make_decode_fn(model, max_new_tokens=8)(SRC)
+    reference = make_decode_fn(model, max_new_tokens=8, recompute=True)(SRC)
     np.testing.assert_array_equal(cached.ids.numpy(), reference.ids.numpy())
     np.testing.assert_allclose(cached.log_probs.numpy(), reference.log_probs.numpy(), atol=1e-4)
 
@@ -149,7 +149,7 @@ def test_cached_decoding_equals_recompute_under_gelu(gelu_models, beam_size, tie
     # The cached step runs the layers' own feed-forward: a new activation needs no second copy.
     model = gelu_models[tied]
     assert model.decoder.stack[1].ffn.inner.activation is tf.keras.activations.gelu
-    options = {"max_length": 5, "beam_size": beam_size}
+    options = {"max_new_tokens": 5, "beam_size": beam_size}
     reference = make_decode_fn(model, **options, recompute=True)(SRC)
     for layout in ("graph", "xla"):
         cached = make_decode_fn(model, **options, step_layout=layout)(SRC)
@@ -177,7 +177,7 @@ def test_cached_logits_follow_the_activation(gelu_models, layout):
     assert np.abs(firsts[0] - firsts[1]).max() > 1e-3
 
 
-def test_max_length_beyond_the_positional_table_is_refused(model):
+def test_max_new_tokens_beyond_the_positional_table_is_refused(model):
     with pytest.raises(ValueError, match="positional table"):
         model_logits_fn(model, SRC, model.max_length + 1)
 
@@ -185,11 +185,15 @@ def test_max_length_beyond_the_positional_table_is_refused(model):
 # XLA picks the "xla" step layout (heads merged, attention as products and sums); 40 positions
 # make it split the cache length into two axes. The graph layout under XLA stays supported.
 @pytest.mark.parametrize(
-    "beam_size, max_length, step_layout",
+    "beam_size, max_new_tokens, step_layout",
     [(1, 6, None), (3, 6, None), (1, 40, None), (4, 40, None), (3, 6, "graph")],
 )
-def test_xla_decoding_equals_graph_decoding(model, beam_size, max_length, step_layout):
-    options = {"max_length": max_length, "min_length": max_length // 2, "beam_size": beam_size}
+def test_xla_decoding_equals_graph_decoding(model, beam_size, max_new_tokens, step_layout):
+    options = {
+        "max_new_tokens": max_new_tokens,
+        "min_length": max_new_tokens // 2,
+        "beam_size": beam_size,
+    }
     graph = make_decode_fn(model, **options)(SRC)
     xla = make_decode_fn(model, **options, jit_compile=True, step_layout=step_layout)(SRC)
     np.testing.assert_array_equal(xla.ids.numpy(), graph.ids.numpy())
@@ -257,7 +261,9 @@ NORM_OPS = 14  # a pre-norm stack's final LayerNorm
 def test_decode_step_stays_within_its_op_budget(norm_first):
     # Pre-norm adds one LayerNorm at the end of the stack.
     counts = {
-        n: sum(while_body_ops(make_decode_fn(layered_model(n, norm_first), max_length=8)).values())
+        n: sum(
+            while_body_ops(make_decode_fn(layered_model(n, norm_first), max_new_tokens=8)).values()
+        )
         for n in (1, 2)
     }
     per_layer = counts[2] - counts[1]
@@ -266,7 +272,7 @@ def test_decode_step_stays_within_its_op_budget(norm_first):
 
 
 def test_decode_step_avoids_ops_that_onednn_makes_slow_and_rewrites_no_whole_cache():
-    ops = while_body_ops(make_decode_fn(layered_model(2), max_length=8))
+    ops = while_body_ops(make_decode_fn(layered_model(2), max_new_tokens=8))
     # oneDNN rewrites BatchMatMulV2 and Softmax into primitives costing ~40 µs each at one-row
     # sizes (see `kv_cache.GraphLayout.attend`).
     assert ops["BatchMatMulV2"] == ops["Softmax"] == 0
@@ -293,8 +299,8 @@ def test_cached_decoding_equals_recompute_under_mixed_precision(policy, atol, be
     # The step's kernels must exist for half types too (BatchMatMulV3 has no float16 CPU one).
     # Scores over 6 tokens: bfloat16 keeps ~3 significant digits, the two paths round apart.
     model = mixed_model(policy)
-    cached = make_decode_fn(model, max_length=6, beam_size=beam_size, step_layout=layout)(SRC)
-    reference = make_decode_fn(model, max_length=6, beam_size=beam_size, recompute=True)(SRC)
+    cached = make_decode_fn(model, max_new_tokens=6, beam_size=beam_size, step_layout=layout)(SRC)
+    reference = make_decode_fn(model, max_new_tokens=6, beam_size=beam_size, recompute=True)(SRC)
     np.testing.assert_array_equal(cached.ids.numpy(), reference.ids.numpy())
     np.testing.assert_allclose(cached.scores.numpy(), reference.scores.numpy(), atol=atol)
 
@@ -302,7 +308,7 @@ def test_cached_decoding_equals_recompute_under_mixed_precision(policy, atol, be
 @pytest.mark.parametrize("policy, atol", [("mixed_float16", 1e-2), ("mixed_bfloat16", 6e-2)])
 def test_xla_decoding_equals_graph_decoding_under_mixed_precision(policy, atol):
     model = mixed_model(policy)
-    graph = make_decode_fn(model, max_length=6, beam_size=3)(SRC)
-    xla = make_decode_fn(model, max_length=6, beam_size=3, jit_compile=True)(SRC)
+    graph = make_decode_fn(model, max_new_tokens=6, beam_size=3)(SRC)
+    xla = make_decode_fn(model, max_new_tokens=6, beam_size=3, jit_compile=True)(SRC)
     np.testing.assert_array_equal(xla.ids.numpy(), graph.ids.numpy())
     np.testing.assert_allclose(xla.scores.numpy(), graph.scores.numpy(), atol=atol)

@@ -131,9 +131,14 @@ def _source_length(module, sentence: bytes) -> int:
 
 def test_warmup_requests_cover_every_source_bucket_and_batch_size():
     _, tokenizers, model = tiny_objects()
-    # max_length 40: source buckets of 16, 32 and 48 columns (the last holds at most 40 ids).
+    # max_source_tokens 40: source buckets of 16, 32 and 48 columns (the last holds at most 40 ids).
     module = ExportModule(
-        tokenizers, model, max_length=40, jit_compile=True, warmup_batch_sizes=(4, 1)
+        tokenizers,
+        model,
+        max_source_tokens=40,
+        max_new_tokens=40,
+        jit_compile=True,
+        warmup_batch_sizes=(4, 1),
     )
     assert module.source_buckets() == [16, 32, 40]
     requests = module.warmup_requests()
@@ -155,7 +160,7 @@ def test_warmup_requests_cover_every_source_bucket_and_batch_size():
     padded = {-(-length // SRC_LENGTH_BUCKET) * SRC_LENGTH_BUCKET for *_, length in seen}
     assert padded == {16, 32, 48}
     # A graph export runs every shape alike: one request per signature.
-    graph = ExportModule(tokenizers, model, max_length=40)
+    graph = ExportModule(tokenizers, model, max_source_tokens=40, max_new_tokens=40)
     assert [(r.signature_name, np.size(*r.inputs.values())) for r in graph.warmup_requests()] == [
         ("serving_default", 1),
         ("greedy", 1),
@@ -181,7 +186,7 @@ def test_warmup_file_parses_as_prediction_logs_that_replay(kind, loaded_xla):
     loaded = loaded_xla if kind == "xla" else loaded_export()
     records = _records(export_dir)
     batch_sizes = XLA_WARMUP_BATCH_SIZES if kind == "xla" else (1,)
-    assert len(records) == 2 * len(batch_sizes) + 1  # one source bucket (max_length 8)
+    assert len(records) == 2 * len(batch_sizes) + 1  # one source bucket (max_source_tokens 8)
     batches = []
     for record in records:
         log = prediction_log_pb2.PredictionLog.FromString(record)

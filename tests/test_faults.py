@@ -123,7 +123,7 @@ def test_a_torn_latest_checkpoint_is_passed_over_for_the_one_before(run, damage)
 def test_translate_and_resume_use_the_newest_whole_checkpoint(run, capsys):
     torn, whole = run.checkpoints_path / "ckpt-4", run.checkpoints_path / "ckpt-2"
     _cut(_data(torn), 1000)  # the case
-    decode = ["--beam-size", "1", "--max-length", "4"]
+    decode = ["--beam-size", "1", "--max-source-tokens", "4", "--max-new-tokens", "4"]
     code, out, err = _cli(
         capsys, "translate", run.root, "o gato .", "--checkpoint", "latest", *decode
     )
@@ -189,7 +189,8 @@ def test_best_then_averaged_then_latest_each_passed_over_when_torn_or_missing(ru
 def test_evaluate_says_which_checkpoint_replaced_a_torn_average(run, capsys):
     averaged = run.averaged_path / "ckpt-1"
     _cut(_data(averaged), 1000)
-    args = ["--checkpoint", "averaged", "--limit", "1", "--beam-size", "1", "--max-length", "4"]
+    args = ["--checkpoint", "averaged", "--limit", "1", "--beam-size", "1"]
+    args += ["--max-source-tokens", "4", "--max-new-tokens", "4"]
     code, out, err = _cli(capsys, "evaluate", run.root, *args, "--quiet")
     assert code == 0 and "BLEU" in out
     latest = run.checkpoints_path / "ckpt-4"
@@ -229,9 +230,8 @@ def test_a_failed_checkpoint_save_keeps_the_previous_one(run, capsys):
     ), err
     assert (run.checkpoints_path / "checkpoint").read_text() == state
     assert sorted(p.name for p in run.checkpoints_path.iterdir()) == before  # no ckpt-4_temp/
-    code, out, _ = _cli(
-        capsys, "translate", run.root, "o gato .", "--checkpoint", "latest", "--max-length", "4"
-    )
+    caps = ["--max-source-tokens", "4", "--max-new-tokens", "4"]
+    code, out, _ = _cli(capsys, "translate", run.root, "o gato .", "--checkpoint", "latest", *caps)
     assert code == 0 and out.strip()
 
 

@@ -95,7 +95,9 @@ def test_the_saved_model_export_decodes_like_the_translator(shared_run, tmp_path
     from tf_transformer.inference.export import ExportModule
 
     run, _ = shared_run
-    module = ExportModule(run.load_tokenizers(), run.load_model(), beam_size=3, max_length=8)
+    module = ExportModule(
+        run.load_tokenizers(), run.load_model(), beam_size=3, max_source_tokens=8, max_new_tokens=8
+    )
     loaded = tf.saved_model.load(str(module.export(tmp_path / "export")))
     for signature, beam_size in (("serving_default", 3), ("greedy", 1)):
         out = loaded.signatures[signature](sentences=tf.constant(SENTENCES))

@@ -53,7 +53,13 @@ def tiny_model(tokenizers, seed=1):
 def tiny_translator():
     """Built (and traced) once per test process; the CLI tests reuse it."""
     tokenizers = tiny_tokenizers()
-    return Translator(tokenizers, tiny_model(tokenizers), max_length=MAX_LENGTH, beam_size=2)
+    return Translator(
+        tokenizers,
+        tiny_model(tokenizers),
+        max_source_tokens=MAX_LENGTH,
+        max_new_tokens=MAX_LENGTH,
+        beam_size=2,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -156,4 +162,6 @@ def test_translate_batch_returns_python_strings(translator):
 
 def test_max_length_beyond_the_model_is_refused(translator):
     with pytest.raises(ValueError, match="max_length"):
-        Translator(translator.tokenizers, translator.model, max_length=1000)
+        Translator(
+            translator.tokenizers, translator.model, max_source_tokens=1000, max_new_tokens=1000
+        )

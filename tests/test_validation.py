@@ -99,8 +99,10 @@ def test_best_checkpoint_holds_the_best_weights_and_their_real_scores(sample_run
     model = run.load_model("best")
     _assert_same_weights(model, run.load_model(f"{run.checkpoints_path}/ckpt-{best['step']}"))
     # The recorded scores are the real translator's and sacreBLEU's on the dev subset.
-    max_length = min(run.train_config().max_tokens, model.max_length)
-    translator = Translator(run.load_tokenizers(), model, beam_size=1, max_length=max_length)
+    cap = min(run.train_config().max_tokens, model.max_length)
+    translator = Translator(
+        run.load_tokenizers(), model, beam_size=1, max_source_tokens=cap, max_new_tokens=cap
+    )
     scores, hypotheses = evaluate(translator.translate_batch, dev, progress=False)
     assert scores.num_sentences == record["num_sentences"] == EVAL_SENTENCES
     assert (scores.bleu, scores.chrf) == pytest.approx((record["bleu"], record["chrf"]))
@@ -351,7 +353,7 @@ def test_translate_and_evaluate_say_which_checkpoint(tmp_path, choice_run, capsy
     run, models = choice_run
     for name, model in models.items():
         _save(run, name, model)
-    options = ["--beam-size", "1", "--max-length", "8"]
+    options = ["--beam-size", "1", "--max-source-tokens", "8", "--max-new-tokens", "8"]
     _, err = _cli_lines(capsys, "translate", run.root, "o gato .", *options)
     assert err.splitlines() == [f"best checkpoint: {run.best_path / 'ckpt-7'}"]
     _, err = _cli_lines(
@@ -389,7 +391,9 @@ def test_export_says_which_checkpoint(tmp_path, choice_run, capsys):
         tmp_path / "base",
         "--beam-size",
         "2",
-        "--max-length",
+        "--max-source-tokens",
+        "8",
+        "--max-new-tokens",
         "8",
     )
     assert f"from the best checkpoint {run.best_path / 'ckpt-7'}" in out.splitlines()[0]
@@ -401,9 +405,11 @@ def test_a_mixed_precision_model_is_scored_like_its_float32_weights(three_models
     for target, source in zip(mixed.weights, models["best"].weights, strict=True):
         target.assign(source)
     validator = Validator(
-        [("o gato bebe leite .", "the cat drinks milk .")], tokenizers, max_length=8
+        [("o gato bebe leite .", "the cat drinks milk .")], tokenizers, max_tokens=8
     )
     _, hypotheses = validator.score(mixed)
     assert validator.translator(mixed).model.compute_dtype == "float32"
-    float32 = Translator(tokenizers, models["best"], beam_size=1, max_length=8)
+    float32 = Translator(
+        tokenizers, models["best"], beam_size=1, max_source_tokens=8, max_new_tokens=8
+    )
     assert hypotheses == float32.translate_batch(["o gato bebe leite ."])

@@ -10,18 +10,16 @@ ValueError/OSError kinds the package raises for bad values and paths.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 import warnings
 
+# The command modules import neither TensorFlow nor the training code at import time (each
+# `run` imports what it needs), so building the parser stays fast and a bad flag fails at once.
+from tf_transformer.commands import evaluate, export, train, translate
 from tf_transformer.errors import TransformerError, TransformerWarning
 
-COMMANDS = ("train", "translate", "evaluate", "export")
-
-
-class CLIError(TransformerError):
-    """A user error: printed as one line, exit code 2."""
+COMMANDS = {"train": train, "translate": translate, "evaluate": evaluate, "export": export}
 
 
 # What ends as one error line (exit 2) instead of a traceback.
@@ -49,20 +47,32 @@ class ArgumentParser(argparse.ArgumentParser):
         usage_error(self.prog, message)
 
 
+class CommandParser(ArgumentParser):
+    """A subcommand's parser: reads --help last, so flags that shape the help apply whatever
+    their place (`train --help --preset small-data` shows small-data's defaults)."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        if args is not None and "--" not in args:
+            helps = [arg for arg in args if arg in ("-h", "--help")]
+            args = [arg for arg in args if arg not in helps] + helps
+        return super().parse_known_args(args, namespace)
+
+
 def one_line(error: BaseException) -> str:
     """The error's message on one line (a multi-line message is joined with spaces)."""
     text = " ".join(line.strip() for line in str(error).splitlines() if line.strip())
     return text or type(error).__name__
 
 
-def _warning_printer(command: str, show):
+def _warning_printer(command: str | None, show):
     """A `warnings.showwarning` that prints a `TransformerWarning` as
     `tf-transformer COMMAND: warning: MESSAGE` and passes any other warning to `show`."""
+    prefix = f"tf-transformer {command}" if command else "tf-transformer"
 
     def show_warning(message, category, filename, lineno, file=None, line=None):
         if not issubclass(category, TransformerWarning):
             return show(message, category, filename, lineno, file, line)
-        print(f"tf-transformer {command}: warning: {one_line(message)}", file=sys.stderr)
+        print(f"{prefix}: warning: {one_line(message)}", file=sys.stderr)
 
     return show_warning
 
@@ -72,21 +82,26 @@ def build_parser() -> argparse.ArgumentParser:
         prog="tf-transformer",
         description="Train, translate with, evaluate and export a Portuguese->English Transformer.",
     )
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"tf_transformer.commands.{name}")
-        except ModuleNotFoundError as error:
-            if error.name != f"tf_transformer.commands.{name}":
-                raise
-            continue  # not written yet
+    subparsers = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=CommandParser
+    )
+    for module in COMMANDS.values():
         module.register(subparsers)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    # The command, for the warning lines: the top-level parser takes no option but --help.
+    command = argv[0] if argv and argv[0] in COMMANDS else None
+    with warnings.catch_warnings():  # the package's warnings as one line each
+        warnings.simplefilter("always", TransformerWarning)
+        warnings.showwarning = _warning_printer(command, warnings.showwarning)
+        return _run(build_parser(), argv)
+
+
+def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     # argparse (3.11) cannot match positionals that come after an option when the command also
     # has optional positionals (`translate RUN --beam-size 1 "frase"`); a command that names
     # such a list in `extra_positionals` gets those leftovers, anything else is still an error.
@@ -97,10 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     if extras:
         setattr(args, field, [*getattr(args, field), *extras])
     try:
-        with warnings.catch_warnings():  # the package's warnings as one line each
-            warnings.simplefilter("always", TransformerWarning)
-            warnings.showwarning = _warning_printer(args.command, warnings.showwarning)
-            return int(args.func(args) or 0)
+        return int(args.func(args) or 0)
     except USER_ERRORS as error:
         print(f"tf-transformer {args.command}: error: {one_line(error)}", file=sys.stderr)
         return 2
@@ -110,8 +122,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    # Run as `python -m tf_transformer.cli`, this file is module `__main__`; use the
-    # `tf_transformer.cli` module instead, so subcommands raise the CLIError caught here.
-    from tf_transformer.cli import main as package_main
-
-    sys.exit(package_main())
+    sys.exit(main())

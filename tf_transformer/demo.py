@@ -45,7 +45,7 @@ def main() -> int:
     from tf_transformer.data import load_dataset
     from tf_transformer.inference.evaluate import evaluate
     from tf_transformer.inference.export import export_run_dir
-    from tf_transformer.inference.load import load_translate_fn
+    from tf_transformer.inference.load import open_translator
 
     start = time.perf_counter()
     overwrite = _trained_on_other_data(RUN_DIR)
@@ -64,8 +64,8 @@ def main() -> int:
     pairs = [
         (pt.decode(), en.decode()) for pt, en in load_dataset(DATASET, "test").as_numpy_iterator()
     ]
-    greedy, _ = load_translate_fn(version_dir, beam_size=1)  # the export's `greedy` signature
-    scores, hypotheses = evaluate(greedy, pairs, batch_size=100, progress=False)
+    greedy = open_translator(version_dir, beam_size=1)  # the export's `greedy` signature
+    scores, hypotheses = evaluate(greedy.translate, pairs, batch_size=100, progress=False)
     for (source, reference), hypothesis in list(zip(pairs, hypotheses))[:SHOW]:
         print(f"pt:  {source}\nref: {reference}\nout: {hypothesis}\n")
     print(f"{DATASET} test split, greedy, from the SavedModel: {scores.summary()}")

@@ -14,3 +14,12 @@ class TransformerError(Exception):
 class TransformerWarning(UserWarning):
     """Something a user should know that did not stop the command (e.g. a torn checkpoint was
     skipped); the CLI prints it as one line."""
+
+
+class CLIError(TransformerError):
+    """A command-line mistake (conflicting flags, a run directory in the way): the CLI prints
+    it as one line and exits with code 2."""
+
+
+class DeprecatedName(TransformerWarning, FutureWarning):
+    """An old flag or config.json key, still read: said once, with the name to use."""

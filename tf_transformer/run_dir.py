@@ -93,6 +93,13 @@ class RunDir:
         folders = {"best": self.best_path, "averaged": self.averaged_path}
         return folders.get(name, self.checkpoints_path)
 
+    def data_config(self):
+        """The run's `DataConfig` (None when config.json records no dataset)."""
+        from tf_transformer.config import DataConfig
+
+        recorded = self.read_config().get("data") or {}
+        return DataConfig.from_dict(recorded) if recorded.get("dataset") else None
+
     def latest_checkpoint(self, which: str | None = None) -> str | None:
         """A checkpoint prefix: the latest training one, or `which` = "best", "averaged",
         "latest" or a prefix (returned as is); None when the run has no such checkpoint.

@@ -59,17 +59,17 @@ def test_tgt_in_and_tgt_out_are_shifted_and_padded():
 
 def test_truncation_keeps_end_token():
     pairs = _pairs([("4 5 6 7 8", "4 5 6 7 8"), ("9", "9")])
-    ds = padded_batches(pairs, NUMBERS, max_length=4, shuffle=False)
+    ds = padded_batches(pairs, NUMBERS, max_tokens=4, shuffle=False)
     (src, tgt_in), tgt_out = next(ds.as_numpy_iterator())
     np.testing.assert_array_equal(src, [[2, 4, 5, 3], [2, 9, 3, 0]])
     np.testing.assert_array_equal(tgt_in, [[2, 4, 5, 6], [2, 9, 0, 0]])
     np.testing.assert_array_equal(tgt_out, [[4, 5, 6, 3], [9, 3, 0, 0]])
 
 
-def test_drop_long_removes_pairs_past_max_length():
-    # With max_length=4: src may hold 4 tokens (2 words), en 5 tokens (3 words).
+def test_drop_long_removes_pairs_past_max_tokens():
+    # With max_tokens=4: src may hold 4 tokens (2 words), en 5 tokens (3 words).
     pairs = _pairs([("4 5 6", "7"), ("4", "5 6 7 8"), ("4 5", "6 7 8"), ("9", "9")])
-    ds = padded_batches(pairs, NUMBERS, max_length=4, drop_long=True, shuffle=False)
+    ds = padded_batches(pairs, NUMBERS, max_tokens=4, drop_long=True, shuffle=False)
     (src, _), tgt_out = next(ds.as_numpy_iterator())
     np.testing.assert_array_equal(src, [[2, 4, 5, 3], [2, 9, 3, 0]])
     np.testing.assert_array_equal(tgt_out, [[6, 7, 8, 3], [9, 3, 0, 0]])
@@ -86,7 +86,7 @@ def test_bucket_batch_sizes_fit_the_budget():
 
 def test_no_batch_exceeds_the_token_budget_and_nothing_is_lost():
     pairs = _random_pairs(400, max_words=40)
-    ds = make_batches(_pairs(pairs), NUMBERS, max_length=32, token_budget=256, seed=1)
+    ds = make_batches(_pairs(pairs), NUMBERS, max_tokens=32, token_budget=256, seed=1)
     examples = 0
     real_tokens = 0
     for (src, tgt_in), tgt_out in ds.as_numpy_iterator():
@@ -103,9 +103,9 @@ def test_no_batch_exceeds_the_token_budget_and_nothing_is_lost():
 def test_bucketing_pads_less_than_plain_batching():
     pairs = _pairs(_random_pairs(500, max_words=60, seed=2))
     bucketed = padding_fraction(
-        make_batches(pairs, NUMBERS, max_length=64, token_budget=1024, seed=0)
+        make_batches(pairs, NUMBERS, max_tokens=64, token_budget=1024, seed=0)
     )
-    plain = padding_fraction(padded_batches(pairs, NUMBERS, batch_size=32, max_length=64, seed=0))
+    plain = padding_fraction(padded_batches(pairs, NUMBERS, batch_size=32, max_tokens=64, seed=0))
     print(f"padding fraction: bucketed {bucketed:.3f}, plain padded {plain:.3f}")
     assert bucketed < plain / 2
     assert 0.0 < bucketed < 0.3
@@ -122,7 +122,7 @@ def letter_tokenizers(tmp_path_factory):
 
 def test_real_tokenizers_feed_model_fit(letter_tokenizers):
     pairs = _pairs([("o gato .", "the cat ."), ("sim", "yes"), ("um cão ?", "a dog ?")] * 4)
-    ds = make_batches(pairs, letter_tokenizers, max_length=16, token_budget=64, seed=0)
+    ds = make_batches(pairs, letter_tokenizers, max_tokens=16, token_budget=64, seed=0)
     (src, _), _ = next(iter(ds))
     texts = [s.decode() for s in letter_tokenizers.source.detokenize(src).numpy()]
     assert set(texts) <= {"o gato.", "sim", "um [UNK]?"}  # "ã" is not in the vocabulary

@@ -4,7 +4,19 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import sys
+
+from tf_transformer.commands.flags import (
+    DeprecatedFlag,
+    add_config_flags,
+    positive_float,
+    positive_int,
+)
+from tf_transformer.config import DecodeConfig
+from tf_transformer.errors import CLIError, TransformerError
+
+__all__ = ["positive_float", "positive_int"]  # argparse types the commands import from here
 
 # The name `export` files a model under (saved_models/<name>/<version>) and the name
 # `translate --server` asks TF Serving for: the same by default, so an export serves at once.
@@ -19,75 +31,21 @@ CHECKPOINT_HELP = (
 
 
 def add_decoding_arguments(parser: argparse.ArgumentParser, exported: str) -> None:
-    """--beam-size, --length-penalty, --max-source-tokens, --max-new-tokens (and --max-length,
-    both caps) with `DecodeConfig`'s defaults, the one place they are defined.
+    """The `DecodeConfig` flags (--beam-size, --length-penalty, --max-source-tokens,
+    --max-new-tokens; --max-length, deprecated, sets both caps).
 
     Args:
       exported: what a SavedModel or server does with them, for the help text.
     """
-    from tf_transformer.config import DecodeConfig
-
-    default = DecodeConfig()
     group = parser.add_argument_group("decoding", exported)
-    group.add_argument(
-        "--beam-size",
-        type=positive_int,
-        default=None,
-        help=f"Beams per sentence; 1 = greedy (default: {default.beam_size}).",
-    )
-    group.add_argument(
-        "--length-penalty",
-        type=float,
-        default=None,
-        metavar="ALPHA",
-        help=f"GNMT length-penalty exponent of beam search (default: {default.length_penalty}).",
-    )
-    caps = f"(default: min({DecodeConfig.DEFAULT_LENGTH}, the model's max_length))"
-    group.add_argument(
-        "--max-source-tokens",
-        type=positive_int,
-        default=None,
-        metavar="N",
-        help=f"Source tokens kept per sentence, START/END included {caps}.",
-    )
-    group.add_argument(
-        "--max-new-tokens",
-        type=positive_int,
-        default=None,
-        metavar="N",
-        help=f"Most tokens generated per sentence, END included {caps}.",
-    )
-    group.add_argument(
-        "--max-length",
-        type=positive_int,
-        default=None,
-        metavar="N",
-        help="Both caps at once (the earlier flag).",
-    )
+    add_config_flags(group, DecodeConfig)
+    caps = ("max_source_tokens", "max_new_tokens")
+    group.add_argument("--max-length", action=DeprecatedFlag, fields=caps, type=positive_int)
 
 
 def decoding_settings(args: argparse.Namespace) -> dict:
-    """The decoding flags given, as `DecodeConfig` fields (None: not given)."""
-    caps = {"max_source_tokens": args.max_source_tokens, "max_new_tokens": args.max_new_tokens}
-    if args.max_length is not None:
-        caps = {name: args.max_length if value is None else value for name, value in caps.items()}
-    return {"beam_size": args.beam_size, "length_penalty": args.length_penalty, **caps}
-
-
-def positive_int(text: str) -> int:
-    """argparse type: an integer of at least 1."""
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    """argparse type: a number above 0."""
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {value}")
-    return value
+    """The decoding flags, as `DecodeConfig` fields (None: not given)."""
+    return {field.name: getattr(args, field.name) for field in dataclasses.fields(DecodeConfig)}
 
 
 @contextlib.contextmanager
@@ -98,9 +56,6 @@ def model_loading(path):
 
     TensorFlow is not imported here: a wrong path fails before it loads.
     """
-    from tf_transformer.cli import CLIError
-    from tf_transformer.errors import TransformerError
-
     try:
         yield
     except (FileNotFoundError, PermissionError, TransformerError):  # already one clear line

@@ -14,6 +14,8 @@ from tf_transformer.commands import (
     model_loading,
     positive_int,
 )
+from tf_transformer.config import DataConfig
+from tf_transformer.errors import CLIError
 
 
 def register(subparsers) -> None:
@@ -64,74 +66,66 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def evaluation_data(args: argparse.Namespace) -> tuple[dict, str]:
-    """The data to score on (`load_dataset` arguments: spec, tarball, data_dir and the language
-    pair), and where it comes from.
+def evaluation_data(args: argparse.Namespace) -> tuple[DataConfig, str]:
+    """The data to score on, and where it comes from.
 
-    --dataset when given; else the dataset a run directory records in config.json ("data"),
-    each of its --tarball/--data-dir overridable by the flags.
+    --dataset when given (the pt->en pair); else the run directory's own data (`RunDir`), with
+    its language pair, each of its --tarball/--data-dir overridable by the flags.
 
     Raises:
       CLIError: a SavedModel (or a run without a recorded dataset) and no --dataset.
     """
-    from tf_transformer.cli import CLIError
     from tf_transformer.inference.load import saved_model_version
+    from tf_transformer.run_dir import RunDir
 
-    given = {"spec": args.dataset, "tarball": args.tarball, "data_dir": args.data_dir}
+    paths = {"tarball": args.tarball, "data_dir": args.data_dir}
+    paths = {name: value for name, value in paths.items() if value is not None}
     if args.dataset is not None:
-        return given, "--dataset"
+        return DataConfig(dataset=args.dataset, **paths), "--dataset"
     if saved_model_version(args.model) is not None:
         raise CLIError(
             f"{args.model} is an exported SavedModel, which does not record the data it was "
             "trained on: pass --dataset sample|ted_hrlr|PATH."
         )
-    config_path = Path(args.model) / "config.json"
-    if not config_path.is_file():
-        return given, "--dataset"  # not a model at all: load_translate_fn says so
-    recorded = json.loads(config_path.read_text()).get("data") or {}
-    if not recorded.get("dataset"):
-        raise CLIError(f"{config_path} records no dataset: pass --dataset sample|ted_hrlr|PATH.")
-    data = {
-        "spec": recorded["dataset"],
-        "tarball": args.tarball or recorded.get("tarball"),
-        "data_dir": args.data_dir or recorded.get("data_dir"),
-        # The run's language pair (a run trained en->pt is scored en->pt).
-        "source_lang": recorded.get("source_lang", "pt"),
-        "target_lang": recorded.get("target_lang", "en"),
-    }
-    return data, f"the run's dataset, from {config_path}"
+    run = RunDir(args.model)
+    if not run.exists():
+        return DataConfig(**paths), "--dataset"  # not a model at all: open_translator says so
+    data = run.data_config()
+    if data is None:
+        raise CLIError(
+            f"{run.config_path} records no dataset: pass --dataset sample|ted_hrlr|PATH."
+        )
+    return data.replace(**paths), f"the run's dataset, from {run.config_path}"
 
 
 def run(args: argparse.Namespace) -> int:
-    from tf_transformer.inference.load import load_translate_fn, saved_model_version
+    from tf_transformer.inference.load import open_translator, saved_model_version
 
     data, source = evaluation_data(args)
     # The model first: a wrong path fails before TensorFlow even loads.
     with model_loading(args.model):
-        translate, description = load_translate_fn(
+        translator = open_translator(
             args.model, checkpoint=args.checkpoint, **decoding_settings(args)
         )
-    from tf_transformer.data import load_dataset
     from tf_transformer.inference.evaluate import evaluate
 
-    print(f"dataset: {data['spec']} ({source}), split {args.split}", flush=True)
-    options = {key: value for key, value in data.items() if key != "spec"}
-    dataset = load_dataset(data["spec"], args.split, **options)
+    print(f"dataset: {data.dataset} ({source}), split {args.split}", flush=True)
+    dataset = data.load(args.split)
     if args.limit:
         dataset = dataset.take(args.limit)
     pairs = [(pt.decode(), en.decode()) for pt, en in dataset.as_numpy_iterator()]
-    name = Path(str(data["spec"])).name or "data"
+    name = Path(data.dataset).name or "data"
     # Beside a run; in the working directory for a SavedModel (its version dir stays clean).
     where = Path(".") if saved_model_version(args.model) else Path(args.model)
     output = Path(args.output or where / f"hypotheses.{name}.{args.split}.txt")
     scores, _ = evaluate(
-        translate,
+        translator.translate,
         pairs,
         batch_size=args.batch_size,
         hypotheses_path=output,
         progress=not args.quiet,
     )
-    print(f"{data['spec']} {args.split} with {description}")
+    print(f"{data.dataset} {args.split} with {translator.description}")
     print(scores.summary())
     print(f"hypotheses: {output}")
     headline = {"bleu": scores.bleu, "bleu_lc": scores.bleu_lc, "chrf": scores.chrf}

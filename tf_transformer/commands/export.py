@@ -14,6 +14,7 @@ from tf_transformer.commands import (
     model_loading,
     positive_int,
 )
+from tf_transformer.errors import CLIError
 
 
 def register(subparsers) -> None:
@@ -96,8 +97,6 @@ def batch_sizes(text: str) -> tuple[int, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tf_transformer.cli import CLIError
-
     if args.format == "ctranslate2":
         return export_ctranslate2(args)
     if args.quantization:
@@ -162,8 +161,6 @@ def serving_commands(base: Path, *, jit_compile: bool = False) -> str:
 def export_ctranslate2(args: argparse.Namespace) -> int:
     """`--format ctranslate2`: the run's weights and vocabularies as a CTranslate2 model."""
     import importlib.util
-
-    from tf_transformer.cli import CLIError
 
     ignored = [
         flag

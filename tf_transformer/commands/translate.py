@@ -107,9 +107,8 @@ def run(args: argparse.Namespace) -> int:
             jit_compile=args.jit_compile,
             **decoding_settings(args),
         )
-    if hasattr(translator, "checkpoint_name"):
-        name, path = translator.checkpoint_name, translator.checkpoint_path
-        print(f"{name} checkpoint: {path}", file=sys.stderr, flush=True)
+    if translator.checkpoint is not None:  # a run directory: say which of its checkpoints
+        print("{} checkpoint: {}".format(*translator.checkpoint), file=sys.stderr, flush=True)
     sentences = read_sentences(args)
     for start in range(0, len(sentences), args.batch_size):
         for text in translator.translate(sentences[start : start + args.batch_size]):

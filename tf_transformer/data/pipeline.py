@@ -27,7 +27,7 @@ def prepare_examples(
     pairs_ds: tf.data.Dataset,
     tokenizers,
     *,
-    max_length: int = 128,
+    max_tokens: int = 128,
     drop_long: bool = False,
     shuffle: bool = True,
     shuffle_buffer: int = 20000,
@@ -39,9 +39,9 @@ def prepare_examples(
     Args:
         pairs_ds: scalar ``tf.string`` ``(source, target)`` pairs (e.g. from `load_dataset`).
         tokenizers: a `Tokenizers` (or its reloaded SavedModel) with ``.source`` and ``.target``.
-        max_length: the longest ``src``, ``tgt_in`` and ``tgt_out`` in tokens ([START]/[END]
-            included); ``tgt`` may thus hold ``max_length + 1`` tokens before the shift.
-        drop_long: drop pairs past `max_length` instead of truncating them (truncation keeps
+        max_tokens: the longest ``src``, ``tgt_in`` and ``tgt_out`` in tokens ([START]/[END]
+            included); ``tgt`` may thus hold ``max_tokens + 1`` tokens before the shift.
+        drop_long: drop pairs past `max_tokens` instead of truncating them (truncation keeps
             [END] as the last token).
         shuffle: shuffle the examples (after the cache, so every epoch has a new order).
         shuffle_buffer: the shuffle buffer size.
@@ -51,17 +51,17 @@ def prepare_examples(
     Returns:
         A dataset of ``((src, tgt_in), tgt_out)`` 1-D int64 tensors.
     """
-    if max_length < 2:
-        raise ValueError(f"max_length must leave room for [START] and [END], got {max_length}")
+    if max_tokens < 2:
+        raise ValueError(f"max_tokens must leave room for [START] and [END], got {max_tokens}")
 
     def tokenize(source, target):
         return tokenizers.source.tokenize(source), tokenizers.target.tokenize(target)
 
     def fits(src, tgt):
-        return (tf.size(src) <= max_length) & (tf.size(tgt) <= max_length + 1)
+        return (tf.size(src) <= max_tokens) & (tf.size(tgt) <= max_tokens + 1)
 
     def bound(src, tgt):
-        return _truncate(src, max_length), _truncate(tgt, max_length + 1)
+        return _truncate(src, max_tokens), _truncate(tgt, max_tokens + 1)
 
     def shift(src, tgt):
         return (src, tgt[:-1]), tgt[1:]
@@ -80,39 +80,39 @@ def prepare_examples(
     return ds
 
 
-def default_bucket_boundaries(max_length: int, *, first: int = 8, growth: float = 1.2) -> list[int]:
-    """Roughly geometric bucket boundaries up to `max_length` (8, 12, 16, 20, 24, 28, 33, …)."""
+def default_bucket_boundaries(max_tokens: int, *, first: int = 8, growth: float = 1.2) -> list[int]:
+    """Roughly geometric bucket boundaries up to `max_tokens` (8, 12, 16, 20, 24, 28, 33, …)."""
     boundaries = []
     boundary = first
-    while boundary <= max_length:
+    while boundary <= max_tokens:
         boundaries.append(boundary)
         boundary = max(boundary + 4, int(boundary * growth))
     return boundaries
 
 
 def bucket_batch_sizes(
-    bucket_boundaries: list[int], max_length: int, token_budget: int
+    bucket_boundaries: list[int], max_tokens: int, token_budget: int
 ) -> tuple[list[int], list[int]]:
     """Per-bucket batch sizes so that batch size × longest length in the bucket ≤ budget.
 
     Bucket ``i`` holds lengths in ``[boundaries[i-1], boundaries[i])``; the last one holds
-    ``[boundaries[-1], max_length]``.
+    ``[boundaries[-1], max_tokens]``.
 
     Returns:
-        The boundaries kept (those ≤ `max_length`) and one batch size per bucket.
+        The boundaries kept (those ≤ `max_tokens`) and one batch size per bucket.
 
     Raises:
         ValueError: the boundaries are not increasing integers ≥ 2, or the budget cannot hold
-            one `max_length` example.
+            one `max_tokens` example.
     """
-    if token_budget < max_length:
+    if token_budget < max_tokens:
         raise ValueError(
-            f"token_budget {token_budget} cannot hold one example of max_length {max_length}"
+            f"token_budget {token_budget} cannot hold one example of max_tokens {max_tokens}"
         )
-    kept = [int(b) for b in bucket_boundaries if b <= max_length]
+    kept = [int(b) for b in bucket_boundaries if b <= max_tokens]
     if any(b < 2 for b in kept) or any(a >= b for a, b in itertools.pairwise(kept)):
         raise ValueError(f"bucket_boundaries must be increasing integers >= 2, got {kept}")
-    longest = [b - 1 for b in kept] + [max_length]
+    longest = [b - 1 for b in kept] + [max_tokens]
     return kept, [token_budget // length for length in longest]
 
 
@@ -120,7 +120,7 @@ def make_batches(
     pairs_ds: tf.data.Dataset,
     tokenizers,
     *,
-    max_length: int = 128,
+    max_tokens: int = 128,
     token_budget: int = 4096,
     drop_long: bool = False,
     shuffle: bool = True,
@@ -137,7 +137,7 @@ def make_batches(
     Args:
         pairs_ds: scalar ``tf.string`` ``(source, target)`` pairs.
         tokenizers: a `Tokenizers` (or its reloaded SavedModel).
-        max_length: the longest sequence in tokens (see `prepare_examples`).
+        max_tokens: the longest sequence in tokens (see `prepare_examples`).
         token_budget: the most tokens (padding included) per batch and per side.
         drop_long: drop over-long pairs instead of truncating them.
         shuffle: shuffle examples before bucketing.
@@ -154,12 +154,12 @@ def make_batches(
         >>> (src, tgt_in), tgt_out = next(iter(batches))
     """
     boundaries, batch_sizes = bucket_batch_sizes(
-        bucket_boundaries or default_bucket_boundaries(max_length), max_length, token_budget
+        bucket_boundaries or default_bucket_boundaries(max_tokens), max_tokens, token_budget
     )
     examples = prepare_examples(
         pairs_ds,
         tokenizers,
-        max_length=max_length,
+        max_tokens=max_tokens,
         drop_long=drop_long,
         shuffle=shuffle,
         shuffle_buffer=shuffle_buffer,
@@ -185,7 +185,7 @@ def padded_batches(
     tokenizers,
     *,
     batch_size: int = 64,
-    max_length: int = 128,
+    max_tokens: int = 128,
     drop_long: bool = False,
     shuffle: bool = True,
     shuffle_buffer: int = 20000,
@@ -202,7 +202,7 @@ def padded_batches(
     examples = prepare_examples(
         pairs_ds,
         tokenizers,
-        max_length=max_length,
+        max_tokens=max_tokens,
         drop_long=drop_long,
         shuffle=shuffle,
         shuffle_buffer=shuffle_buffer,

@@ -2,10 +2,11 @@
 
 See `tf_transformer.inference.search` for the seam and the conventions (START first, PAD after END,
 `lengths` count END). Candidates are ranked by the length-normalised score
-`log_probs / ((5 + length) / 6) ** alpha` (Wu et al. 2016, "Google's Neural Machine Translation
-System", eq. 14). A finished beam only continues with PAD at no cost, so it keeps its
-log-probability, its length and therefore its score, and competes with the live beams until the
-end; decoding stops when every beam of every sentence has finished or after `max_length` steps.
+`log_probs / ((5 + length) / 6) ** length_penalty` (Wu et al. 2016, "Google's Neural Machine
+Translation System", eq. 14). A finished beam only continues with PAD at no cost, so it keeps
+its log-probability, its length and therefore its score, and competes with the live beams until
+the end; decoding stops when every beam of every sentence has finished or after `max_new_tokens`
+steps.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from tf_transformer.inference.search import (
 from tf_transformer.text.special_tokens import END_ID, PAD_ID, START_ID
 
 
-def length_penalty(lengths: tf.Tensor, alpha: float | tf.Tensor) -> tf.Tensor:
-    """GNMT length penalty `((5 + length) / 6) ** alpha` (float32, the shape of `lengths`)."""
-    return tf.pow((5.0 + tf.cast(lengths, tf.float32)) / 6.0, tf.cast(alpha, tf.float32))
+def gnmt_length_penalty(lengths: tf.Tensor, exponent: float | tf.Tensor) -> tf.Tensor:
+    """GNMT length penalty `((5 + length) / 6) ** exponent` (float32, the shape of `lengths`)."""
+    return tf.pow((5.0 + tf.cast(lengths, tf.float32)) / 6.0, tf.cast(exponent, tf.float32))
 
 
 def top_next_tokens(
@@ -85,8 +86,8 @@ def beam_search(
     initial_cache: Any,
     batch_size: int | tf.Tensor,
     beam_size: int,
-    max_length: int,
-    alpha: float | tf.Tensor = DecodeConfig.length_penalty,
+    max_new_tokens: int,
+    length_penalty: float | tf.Tensor = DecodeConfig.length_penalty,
     start_id: int = START_ID,
     end_id: int = END_ID,
     *,
@@ -104,8 +105,8 @@ def beam_search(
         built for `beam_size` beams).
       batch_size: number of sentences.
       beam_size: beams per sentence (the vocabulary must have more than `beam_size` tokens).
-      max_length: most tokens generated per beam (END included).
-      alpha: length-penalty exponent; 0 ranks by the raw sum of log-probabilities.
+      max_new_tokens: most tokens generated per beam (END included).
+      length_penalty: length-penalty exponent; 0 ranks by the raw sum of log-probabilities.
       start_id, end_id: the START and END ids.
       min_length: END is banned until this many tokens have been generated.
       return_all_beams: return every beam, `(batch, beam, ...)` sorted best first, instead of
@@ -115,7 +116,7 @@ def beam_search(
     Returns:
       A `DecodeOutput`; `scores` are the length-normalised scores the beams were ranked by.
     """
-    width = max_length + 1
+    width = max_new_tokens + 1
     cache = tile_beams(initial_cache, beam_size)
     ids = tf.fill([batch_size, beam_size, width], 0)
     ids = write_column(ids, 0, tf.fill([batch_size, beam_size], start_id))
@@ -128,7 +129,7 @@ def beam_search(
     def cond(step, ids, log_probs, lengths, finished, cache):
         # A beam stuck at -inf (fewer valid candidates than beams) can never win: count it done.
         done = finished | tf.math.is_inf(log_probs)
-        return (step < max_length) & ~tf.reduce_all(done)
+        return (step < max_new_tokens) & ~tf.reduce_all(done)
 
     # A finished beam has one continuation, PAD, at no cost.
     pad_only = tf.concat([[0.0], tf.fill([beam_size - 1], -float("inf"))], axis=0)
@@ -148,7 +149,7 @@ def beam_search(
         tokens = tf.where(finished[..., tf.newaxis], PAD_ID, tf.reshape(top_tokens, shape))
         total = log_probs[..., tf.newaxis] + step_log_probs  # (batch, beam, candidate)
         candidate_lengths = lengths + tf.cast(~finished, tf.int32)  # (batch, beam)
-        scores = total / length_penalty(candidate_lengths, alpha)[..., tf.newaxis]
+        scores = total / gnmt_length_penalty(candidate_lengths, length_penalty)[..., tf.newaxis]
         _, best = tf.math.top_k(tf.reshape(scores, [-1, candidates]), k=beam_size)
         parents = best // beam_size  # (batch, beam)
         token = tf.gather(tf.reshape(tokens, [-1, candidates]), best, batch_dims=1)
@@ -164,9 +165,9 @@ def beam_search(
         cond,
         body,
         (tf.constant(0), ids, log_probs, lengths, finished, cache),
-        maximum_iterations=max_length,
+        maximum_iterations=max_new_tokens,
     )
-    scores = log_probs / length_penalty(lengths, alpha)
+    scores = log_probs / gnmt_length_penalty(lengths, length_penalty)
     # Sort best first (top_k already ranks by score; sorting again makes it explicit and stable).
     scores, order = tf.math.top_k(scores, k=beam_size)
     ids = tf.gather(ids, order, batch_dims=1)

@@ -39,14 +39,14 @@ def pad_to_multiple(ids: tf.Tensor, multiple: int, limit: int | None = None) -> 
 
 
 def model_logits_fn(
-    model, src: tf.Tensor, max_length: int, *, beam_size: int = 1, layout: str = "graph"
+    model, src: tf.Tensor, max_new_tokens: int, *, beam_size: int = 1, layout: str = "graph"
 ) -> tuple[LogitsFn, SplitCache]:
     """The cached seam for a `Transformer`: the encoder and cross-attention K/V run once.
 
     Args:
       model: a `tf_transformer.model.Transformer`.
       src: int `(batch, src_len)` source ids, PAD = 0.
-      max_length: decoder positions the fixed-size self-attention cache holds.
+      max_new_tokens: decoder positions the fixed-size self-attention cache holds.
       beam_size: hypotheses per sentence the strategy will decode (1 for greedy decoding); the
         cross-attention keys/values and the source mask stay per sentence, shared by its beams.
       layout: the decoding step's cache layout: "graph" (per-head caches, batched matmuls) or
@@ -60,29 +60,30 @@ def model_logits_fn(
 
       With `layout="xla"` and beams, the self-attention cache is `in_place` instead: a step
       writes each hypothesis's keys/values into its own row and the beams' reorders move only
-      `per_beam`, an int32 `(rows, max_length)` table of the row that holds each position of
+      `per_beam`, an int32 `(rows, max_new_tokens)` table of the row that holds each position of
       each hypothesis. Under XLA, reordering the cache cost more than the attention read
       through the table (bench/README.md, "Beam search").
     """
-    if max_length > model.max_length:
+    if max_new_tokens > model.max_length:
         raise ValueError(
-            f"max_length {max_length} exceeds the model's positional table ({model.max_length})."
+            f"max_new_tokens {max_new_tokens} exceeds the model's positional table "
+            f"(max_length {model.max_length})."
         )
     context, padding_mask = model.encode(src)
     self_cache, cross, constants = model.start_decoding(
-        context, padding_mask, max_length, tf.shape(src)[0] * beam_size, layout=layout
+        context, padding_mask, max_new_tokens, tf.shape(src)[0] * beam_size, layout=layout
     )
     in_place = layout == "xla" and beam_size > 1
     if in_place:  # the step's tables, made once: each row's index, each position's
         rows = tf.shape(src)[0] * beam_size
-        positions = tf.range(max_length)
+        positions = tf.range(max_new_tokens)
         row_ids = tf.range(rows)[:, tf.newaxis]  # (rows, 1)
-        position_grid = tf.broadcast_to(positions, [rows, max_length])
+        position_grid = tf.broadcast_to(positions, [rows, max_new_tokens])
 
     def logits_fn(ids, step, cache):
         history = None
         if in_place:
-            origin = cache.per_beam  # (rows, max_length): this step's row writes `step`
+            origin = cache.per_beam  # (rows, max_new_tokens): this step's row writes `step`
             origin = tf.where(tf.equal(positions, step), row_ids, origin)
             history = tf.stack([origin, position_grid], axis=-1)
         logits, self_cache = model.decode_step(
@@ -99,19 +100,20 @@ def model_logits_fn(
         return logits, SplitCache(self_cache, cache.per_sentence)
 
     if in_place:
-        origin = tf.zeros([tf.shape(src)[0], max_length], tf.int32)  # set as positions are written
+        # Set as positions are written.
+        origin = tf.zeros([tf.shape(src)[0], max_new_tokens], tf.int32)
         return logits_fn, SplitCache(origin, cross, self_cache)
     return logits_fn, SplitCache(self_cache, cross)
 
 
-def recompute_logits_fn(model, src: tf.Tensor, max_length: int) -> tuple[LogitsFn, Any]:
+def recompute_logits_fn(model, src: tf.Tensor, max_new_tokens: int) -> tuple[LogitsFn, Any]:
     """The reference seam: re-runs `model((src, prefix))` on the whole prefix at every step.
 
     Slow (quadratic work, the encoder every step) but obviously right; tests compare the cached
-    seam with it. The prefix lives in the cache, `{"src", "prefix" (batch, max_length)}`, so beam
-    search reorders it with the beams like any other cache tensor.
+    seam with it. The prefix lives in the cache, `{"src", "prefix" (batch, max_new_tokens)}`, so
+    beam search reorders it with the beams like any other cache tensor.
     """
-    cache = {"src": src, "prefix": tf.zeros([tf.shape(src)[0], max_length], tf.int32)}
+    cache = {"src": src, "prefix": tf.zeros([tf.shape(src)[0], max_new_tokens], tf.int32)}
 
     def logits_fn(ids, step, cache):
         prefix = write_column(cache["prefix"], step, ids)
@@ -124,9 +126,9 @@ def recompute_logits_fn(model, src: tf.Tensor, max_length: int) -> tuple[LogitsF
 def make_decode_fn(
     model,
     *,
-    max_length: int,
+    max_new_tokens: int,
     beam_size: int = 1,
-    alpha: float = DecodeConfig.length_penalty,
+    length_penalty: float = DecodeConfig.length_penalty,
     min_length: int = 0,
     return_all_beams: bool = False,
     jit_compile: bool = False,
@@ -137,9 +139,9 @@ def make_decode_fn(
 
     Args:
       model: a `Transformer`.
-      max_length: most generated tokens (END included).
+      max_new_tokens: most generated tokens (END included).
       beam_size: 1 for greedy decoding, else beam search with this many beams.
-      alpha: GNMT length-penalty exponent (beam search only).
+      length_penalty: GNMT length-penalty exponent (beam search only).
       min_length: END banned before this many tokens.
       return_all_beams: beam search returns `(batch, beam, ...)` fields, best first.
       jit_compile: compile encoder + decoding loop with XLA. XLA compiles once per input shape,
@@ -154,23 +156,23 @@ def make_decode_fn(
 
     def decode(src):
         if recompute:
-            logits_fn, cache = recompute_logits_fn(model, src, max_length)
+            logits_fn, cache = recompute_logits_fn(model, src, max_new_tokens)
         else:
             logits_fn, cache = model_logits_fn(
-                model, src, max_length, beam_size=beam_size, layout=step_layout
+                model, src, max_new_tokens, beam_size=beam_size, layout=step_layout
             )
         batch = tf.shape(src)[0]
         if beam_size == 1:
             return greedy_decode(
-                logits_fn, cache, batch, max_length, min_length=min_length, trim_ids=False
+                logits_fn, cache, batch, max_new_tokens, min_length=min_length, trim_ids=False
             )
         return beam_search(
             logits_fn,
             cache,
             batch,
             beam_size,
-            max_length,
-            alpha,
+            max_new_tokens,
+            length_penalty,
             min_length=min_length,
             return_all_beams=return_all_beams,
             trim_ids=False,

@@ -20,7 +20,7 @@ Signatures (tag set ``serve``):
              ``scores`` float32 ``[None]``: beam search: length-normalised log-probability,
              greedy: the log-probability of the translation;
              ``tokens`` int64 ``[None, None]``: target ids, START (2) first, END (3) last, PAD (0)
-             after END; at most ``max_length + 1`` columns.
+             after END; at most ``max_new_tokens + 1`` columns.
 
 ``attention`` (one sentence, decoded like ``serving_default``):
     inputs:  ``sentence`` string ``[]``.
@@ -35,7 +35,7 @@ XLA (``jit_compile=True``): the encoder and the decoding loop of beam search (``
 and ``attention``) and of greedy decoding are one XLA cluster each (``_XlaMustCompile`` on the
 function in the saved graph), compiled once per input shape. The shapes are bounded: the
 source is padded to a multiple of ``SRC_LENGTH_BUCKET`` tokens (`make_decode_fn`), and the batch
-to the next power of two (`pad_batch`; sliced off the outputs), so ``max_length`` 128 gives 8
+to the next power of two (`pad_batch`; sliced off the outputs), so ``max_source_tokens`` 128 gives 8
 source buckets and batches of 1-32 sentences 6 batch buckets. TF Serving runs such a model only
 with ``--xla_cpu_compilation_enabled=true`` on CPU; without it every XLA compilation fails
 ("XLA compilation disabled"), and so does the load, at its warm-up. Without ``jit_compile`` the
@@ -46,8 +46,8 @@ signature, source bucket and batch bucket up to ``warmup_batch_sizes`` (so the s
 every shape it will usually see while loading the version); a graph export gets one request per
 signature (one run optimises the graph for all shapes).
 
-Sources are cut to `max_length` tokens (keeping [END]) and at most `max_length` tokens are
-generated, so any text gives a bounded answer; an empty batch gives empty outputs, an empty
+Sources are cut to `max_source_tokens` tokens (keeping [END]) and at most `max_new_tokens` tokens
+are generated, so any text gives a bounded answer; an empty batch gives empty outputs, an empty
 sentence an empty translation. A non-string or wrongly shaped input is refused (a dtype error,
 or EnsureShape's "Shape of tensor sentences [1,2] is not compatible with expected shape [?]"). The SavedModel needs only ``tensorflow`` and ``tensorflow_text``
 to load (``import tensorflow_text`` registers the tokenizer ops; see `graph_ops` for the list
@@ -113,8 +113,8 @@ class ExportModule(tf.Module):
         config: the decoding baked into the graph (`DecodeConfig`; its defaults when None):
             `beam_size` of `serving_default` (1 makes it greedy too), `length_penalty`, and the
             caps `max_source_tokens` / `max_new_tokens`.
-        max_length, beam_size, length_penalty: shorthands overriding `config` (max_length
-            sets both caps).
+        beam_size, length_penalty, max_source_tokens, max_new_tokens: shorthands overriding
+            the `config` fields of those names.
         jit_compile: decode with XLA (see the module docstring); False: graph mode.
         warmup_batch_sizes: batch sizes (powers of two) the warm-up requests of an XLA export
             cover, each with every source bucket.
@@ -126,9 +126,10 @@ class ExportModule(tf.Module):
         model,
         config: DecodeConfig | None = None,
         *,
-        max_length: int | None = None,
         beam_size: int | None = None,
         length_penalty: float | None = None,
+        max_source_tokens: int | None = None,
+        max_new_tokens: int | None = None,
         jit_compile: bool = False,
         warmup_batch_sizes: tuple[int, ...] = DEFAULT_WARMUP_BATCH_SIZES,
     ):
@@ -142,9 +143,10 @@ class ExportModule(tf.Module):
             tokenizers,
             model,
             config,
-            max_length=max_length,
             beam_size=beam_size,
-            alpha=length_penalty,
+            length_penalty=length_penalty,
+            max_source_tokens=max_source_tokens,
+            max_new_tokens=max_new_tokens,
             jit_compile=jit_compile,
         )
         # The Translator and the Keras model stay outside the tracked object graph: the
@@ -160,8 +162,8 @@ class ExportModule(tf.Module):
         self.model_variables = [_tf_variable(v) for v in model.variables]
         self.config = translator.config
         self.beam_size = translator.beam_size
-        self.length_penalty = translator.alpha
-        self.max_length = translator.max_source_tokens  # the source-length buckets end here
+        self.length_penalty = translator.length_penalty
+        self.source_buckets_end = translator.max_source_tokens  # the last source bucket's end
         self.jit_compile = jit_compile
         self.warmup_batch_sizes = tuple(sorted(set(warmup_batch_sizes)))
 
@@ -233,9 +235,11 @@ class ExportModule(tf.Module):
 
     def source_buckets(self) -> list[int]:
         """Source lengths (ids, START and END included) that stand for every compiled shape:
-        one per `SRC_LENGTH_BUCKET` bucket up to `max_length` (the last may be cut short)."""
-        ends = range(SRC_LENGTH_BUCKET, self.max_length + SRC_LENGTH_BUCKET, SRC_LENGTH_BUCKET)
-        return [min(end, self.max_length) for end in ends]
+        one per `SRC_LENGTH_BUCKET` bucket up to `source_buckets_end` (the last may be cut
+        short)."""
+        end = self.source_buckets_end
+        ends = range(SRC_LENGTH_BUCKET, end + SRC_LENGTH_BUCKET, SRC_LENGTH_BUCKET)
+        return [min(bucket, end) for bucket in ends]
 
     def warmup_requests(self) -> list[WarmupRequest]:
         """The requests TF Serving replays when it loads the export (see the module docstring).
@@ -353,9 +357,10 @@ def export_saved_model(
     *,
     version: int | None = None,
     config: DecodeConfig | None = None,
-    max_length: int | None = None,
     beam_size: int | None = None,
     length_penalty: float | None = None,
+    max_source_tokens: int | None = None,
+    max_new_tokens: int | None = None,
     jit_compile: bool = False,
     warmup_batch_sizes: tuple[int, ...] = DEFAULT_WARMUP_BATCH_SIZES,
     check_ops: bool = True,
@@ -363,8 +368,9 @@ def export_saved_model(
     """Exports `model` with `tokenizers` as version `version` of the model at `base_dir`.
 
     Args:
-        tokenizers, model, config, max_length: as in `ExportModule`.
-        beam_size, length_penalty, jit_compile, warmup_batch_sizes: as in `ExportModule`.
+        tokenizers, model, config: as in `ExportModule`.
+        beam_size, length_penalty, max_source_tokens, max_new_tokens: as in `ExportModule`.
+        jit_compile, warmup_batch_sizes: as in `ExportModule`.
         base_dir: TF Serving's model base path, e.g. ``saved_models/transformer``.
         version: a positive integer; None for the next free one.
         check_ops: refuse (ValueError, nothing written) a graph with ops a stock TF Serving
@@ -380,9 +386,10 @@ def export_saved_model(
         tokenizers,
         model,
         config,
-        max_length=max_length,
         beam_size=beam_size,
         length_penalty=length_penalty,
+        max_source_tokens=max_source_tokens,
+        max_new_tokens=max_new_tokens,
         jit_compile=jit_compile,
         warmup_batch_sizes=warmup_batch_sizes,
     )
@@ -405,7 +412,8 @@ def export_run_dir(
         version: a positive integer; None for the next free one.
         checkpoint: "best", "averaged", "latest" or a prefix; None: best, else averaged, else
             latest (`RunDir.checkpoint`, which `RunDir.load_model` reads).
-        **options: `config`, `max_length`, `beam_size`, `length_penalty`, `jit_compile`,
+        **options: `config`, `beam_size`, `length_penalty`, `max_source_tokens`, `max_new_tokens`,
+            `jit_compile`,
             `warmup_batch_sizes`, `check_ops`.
     """
     from tf_transformer.run_dir import RunDir

@@ -20,7 +20,7 @@ def greedy_decode(
     logits_fn: LogitsFn,
     initial_cache: Any,
     batch_size: int | tf.Tensor,
-    max_length: int,
+    max_new_tokens: int,
     start_id: int = START_ID,
     end_id: int = END_ID,
     *,
@@ -33,17 +33,17 @@ def greedy_decode(
       logits_fn: the seam `(ids (batch,), step, cache) -> (logits (batch, vocab), cache)`.
       initial_cache: the cache for step 0 (batch-major nest of tensors).
       batch_size: number of sequences.
-      max_length: most tokens generated per sequence (END included).
+      max_new_tokens: most tokens generated per sequence (END included).
       start_id, end_id: the START and END ids.
       min_length: END is banned until this many tokens have been generated (benchmarks set it
-        to `max_length` to force exactly `max_length` tokens).
+        to `max_new_tokens` to force exactly `max_new_tokens` tokens).
       trim_ids: trim the id buffer to the longest sequence (set False inside XLA, where shapes
         must be static; see `trim`).
 
     Returns:
       A `DecodeOutput` with `(batch, ...)` fields; `scores` equals `log_probs`.
     """
-    width = max_length + 1
+    width = max_new_tokens + 1
     ids = tf.fill([batch_size, width], 0)
     ids = write_column(ids, 0, tf.fill([batch_size], start_id))
     log_probs = tf.zeros([batch_size], tf.float32)
@@ -51,7 +51,7 @@ def greedy_decode(
     finished = tf.zeros([batch_size], tf.bool)
 
     def cond(step, ids, log_probs, lengths, finished, cache):
-        return (step < max_length) & ~tf.reduce_all(finished)
+        return (step < max_new_tokens) & ~tf.reduce_all(finished)
 
     def body(step, ids, log_probs, lengths, finished, cache):
         logits, cache = logits_fn(tf.gather(ids, step, axis=1), step, cache)
@@ -70,7 +70,7 @@ def greedy_decode(
         cond,
         body,
         (tf.constant(0), ids, log_probs, lengths, finished, initial_cache),
-        maximum_iterations=max_length,
+        maximum_iterations=max_new_tokens,
     )
     output = DecodeOutput(ids, log_probs, log_probs, lengths, steps)
     return trim(output) if trim_ids else output

@@ -10,15 +10,28 @@ a backend that cannot honour one (a SavedModel decodes as it was exported) raise
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from tf_transformer.config import DecodeConfig
 
-TranslateFn = Callable[[list[str]], list[str]]
 # (cross-attention weights (heads, tgt_len, src_len), source wordpieces, target wordpieces)
 Attention = tuple[Any, list[str], list[str]]
+
+
+class TextTranslator(Protocol):
+    """What `open_translator` returns, whatever the source."""
+
+    description: str  # one line saying what runs (the source, checkpoint, decoding)
+    # `(name, prefix)` of the run checkpoint read (`RunDir.checkpoint`); None for a SavedModel
+    # or a server, which hold one set of weights.
+    checkpoint: tuple[str, str] | None
+
+    def translate(self, sentences: list[str]) -> list[str]:
+        """One translation per sentence, in order."""
+
+    def attention(self, sentence: str) -> Attention:
+        """The last decoder layer's cross-attention heads for one sentence."""
 
 
 def saved_model_version(path: str | Path) -> Path | None:
@@ -45,14 +58,15 @@ class RunTranslator:
         run = RunDir(path)
         run.read_config()  # a clear error before TensorFlow loads anything
         tokenizers = run.load_tokenizers()
-        self.checkpoint_name, self.checkpoint_path = run.checkpoint(checkpoint)
+        self.checkpoint = run.checkpoint(checkpoint)
+        self.checkpoint_name, self.checkpoint_path = self.checkpoint
         self.translator = Translator(
             tokenizers, run.load_model(self.checkpoint_path), config, jit_compile=jit_compile
         )
         config = self.translator.config
         mode = "greedy"
         if config.beam_size > 1:
-            mode = f"beam {config.beam_size}, alpha {config.length_penalty}"
+            mode = f"beam {config.beam_size}, length penalty {config.length_penalty}"
         self.description = (
             f"run {path} ({self.checkpoint_name} checkpoint {self.checkpoint_path}, {mode})"
         )
@@ -67,6 +81,8 @@ class RunTranslator:
 
 class _Exported:
     """What SavedModel and server backends share: the decoding was fixed at export."""
+
+    checkpoint = None  # one set of weights
 
     def __init__(self, where: str, exported: dict | None, changes: dict, jit_compile: bool):
         beam_size = changes.pop("beam_size", None)
@@ -159,7 +175,7 @@ def open_translator(
     jit_compile: bool = False,
     model_name: str = "transformer",
     batch_size: int = 32,
-):
+) -> TextTranslator:
     """Opens a translator on a run directory, a SavedModel or a TF Serving URL.
 
     Settings left at None take the backend's own: `DecodeConfig`'s defaults for a run
@@ -209,9 +225,3 @@ def open_translator(
     if not path.is_dir():
         raise FileNotFoundError(f"{path} is neither a run directory nor an exported SavedModel.")
     return RunTranslator(path, config, checkpoint, jit_compile)
-
-
-def load_translate_fn(path: str | Path, **settings) -> tuple[TranslateFn, str]:
-    """`(translate, description)` of `open_translator(path, **settings)`."""
-    translator = open_translator(path, **settings)
-    return translator.translate, translator.description

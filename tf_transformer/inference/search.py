@@ -70,12 +70,13 @@ class DecodeOutput(NamedTuple):
 
     Attributes:
       ids: int32 `(batch, len)` (or `(batch, beam, len)` for all beams): START first, PAD after
-        END; `len` is `max_length + 1` untrimmed, else one more than the longest `lengths`.
+        END; `len` is `max_new_tokens + 1` untrimmed, else one more than the longest `lengths`.
       log_probs: float32 `(batch,)`, the sum of the chosen tokens' log-probabilities.
       scores: float32 `(batch,)`, the ranking score: `log_probs` for greedy decoding, the
-        length-normalised `log_probs / length_penalty(lengths, alpha)` for beam search.
+        length-normalised `log_probs / gnmt_length_penalty(lengths, length_penalty)` for beam
+        search.
       lengths: int32 `(batch,)` generated tokens, END included.
-      steps: int32 scalar, decoder steps actually run (fewer than `max_length` when every
+      steps: int32 scalar, decoder steps actually run (fewer than `max_new_tokens` when every
         sequence ended early).
     """
 

@@ -50,9 +50,8 @@ class Translator(tf.Module):
       model: a `tf_transformer.model.Transformer`.
       config: the decoding settings (`DecodeConfig`: beam size, length penalty and both caps;
         the caps default to `min(128, model.max_length)`).
-      max_length: shorthand setting both caps (source tokens kept, tokens generated).
-      beam_size: shorthand for `config.beam_size` (1 = greedy decoding).
-      alpha: shorthand for `config.length_penalty` (GNMT exponent of beam search).
+      beam_size, length_penalty, max_source_tokens, max_new_tokens: shorthands for the
+        `config` fields of those names.
       jit_compile: XLA-compile the decoding loop (recompiles per input shape).
 
     Example:
@@ -67,16 +66,20 @@ class Translator(tf.Module):
         model,
         config: DecodeConfig | None = None,
         *,
-        max_length: int | None = None,
         beam_size: int | None = None,
-        alpha: float | None = None,
+        length_penalty: float | None = None,
+        max_source_tokens: int | None = None,
+        max_new_tokens: int | None = None,
         jit_compile: bool = False,
         name: str | None = None,
     ):
         super().__init__(name=name)
-        changes = {"beam_size": beam_size, "length_penalty": alpha}
-        if max_length is not None:
-            changes.update(max_source_tokens=max_length, max_new_tokens=max_length)
+        changes = {
+            "beam_size": beam_size,
+            "length_penalty": length_penalty,
+            "max_source_tokens": max_source_tokens,
+            "max_new_tokens": max_new_tokens,
+        }
         changes = {key: value for key, value in changes.items() if value is not None}
         config = (config or DecodeConfig()).replace(**changes).resolved(model.max_length)
         self.config = config
@@ -85,7 +88,7 @@ class Translator(tf.Module):
         self.max_source_tokens = config.max_source_tokens
         self.max_new_tokens = config.max_new_tokens
         self.beam_size = config.beam_size
-        self.alpha = config.length_penalty
+        self.length_penalty = config.length_penalty
         self.jit_compile = jit_compile
         self._functions: dict[tuple[int, float], Any] = {}
 
@@ -102,7 +105,7 @@ class Translator(tf.Module):
         ends = tf.fill([batch, 1], tf.constant(END_ID, tf.int64))
         return tf.concat([starts, body, ends], axis=1).to_tensor()
 
-    def graph_fn(self, beam_size: int | None = None, alpha: float | None = None):
+    def graph_fn(self, beam_size: int | None = None, length_penalty: float | None = None):
         """The `tf.function` `sentences tf.string (batch,) -> dict` for these settings.
 
         It has a fixed input signature (`STRINGS`), so it can go into a SavedModel as is.
@@ -110,14 +113,14 @@ class Translator(tf.Module):
         PAD after END), `"scores"` and `"log_probs"` float32 `(batch,)`, `"lengths"` int32.
         """
         beam_size = self.beam_size if beam_size is None else int(beam_size)
-        alpha = self.alpha if alpha is None else float(alpha)
-        key = (beam_size, alpha)
+        length_penalty = self.length_penalty if length_penalty is None else float(length_penalty)
+        key = (beam_size, length_penalty)
         if key not in self._functions:
             decode = make_decode_fn(
                 self.model,
-                max_length=self.max_new_tokens,
+                max_new_tokens=self.max_new_tokens,
                 beam_size=beam_size,
-                alpha=alpha,
+                length_penalty=length_penalty,
                 jit_compile=self.jit_compile,
             )
 
@@ -148,7 +151,7 @@ class Translator(tf.Module):
         sentences: str | bytes | Iterable[str | bytes] | tf.Tensor,
         *,
         beam_size: int | None = None,
-        alpha: float | None = None,
+        length_penalty: float | None = None,
         return_attention: bool = False,
     ) -> dict[str, Any]:
         """Translates a batch (or one sentence); the Python entry point.
@@ -156,7 +159,7 @@ class Translator(tf.Module):
         Args:
           sentences: a string, bytes, a list of them, or a string tensor `(batch,)`.
           beam_size: beams (1 = greedy); default the Translator's.
-          alpha: length-penalty exponent; default the Translator's.
+          length_penalty: length-penalty exponent; default the Translator's.
           return_attention: also return, for the first sentence, `"attention"` float32
             `(heads, tgt_len, src_len)` (last decoder layer's cross-attention),
             `"src_tokens"` and `"tgt_tokens"` (lists of wordpieces labelling its axes).
@@ -168,7 +171,7 @@ class Translator(tf.Module):
           ValueError: a sentence is not valid UTF-8.
         """
         sentences = validate_utf8(sentences)
-        result = self.graph_fn(beam_size, alpha)(sentences)
+        result = self.graph_fn(beam_size, length_penalty)(sentences)
         if return_attention:
             result.update(self.attention(sentences[:1], result["ids"][:1]))
         return result

@@ -19,6 +19,7 @@ from tf_transformer.data.pipeline import make_batches
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training.distribute import get_strategy, is_chief
 from tf_transformer.training.loop import TrainResult, train
+from tf_transformer.training.resume import apply_train_changes, resumed_configs
 from tf_transformer.training.run_lock import clear_run_dir, holding_run_lock
 
 
@@ -46,7 +47,7 @@ def epoch_batches(pairs: tf.data.Dataset, tokenizers, train_config: TrainConfig)
         return make_batches(
             epoch_pairs,
             tokenizers,
-            max_length=train_config.max_tokens,
+            max_tokens=train_config.max_tokens,
             token_budget=train_config.token_budget,
             shuffle_buffer=train_config.shuffle_buffer,
             seed=train_config.seed + epoch,
@@ -61,7 +62,7 @@ def validation_batches(pairs: tf.data.Dataset, tokenizers, train_config: TrainCo
     return make_batches(
         pairs,
         tokenizers,
-        max_length=train_config.max_tokens,
+        max_tokens=train_config.max_tokens,
         token_budget=train_config.token_budget,
         shuffle=False,
     )
@@ -134,10 +135,11 @@ def run(
 
     A new run learns WordPiece tokenizers from the training split, sets the model's vocabulary
     sizes from them and trains. A run directory that already has a config.json is resumed (unless
-    `overwrite`): its tokenizers, model configuration and data are used (`model_config` is then
-    ignored; `data` may say where the same corpus lives now), and its training configuration
-    (unless `train_config` is given) with `train_changes` applied (e.g. a higher `max_steps`). The checkpoints then carry on
-    from the last one. The custom loop and `model.fit` share everything but the step itself.
+    `overwrite`): its tokenizers, model and training configurations and data are used (`data`
+    may say where the same corpus lives now), and the checkpoints carry on from the last one.
+    A resume may change only the limits and how the run runs (`training.resume.RESUMABLE`,
+    e.g. a higher `max_steps`); a `model_config` or `train_config` that differs otherwise is
+    refused. The custom loop and `model.fit` share everything but the step itself.
 
     Args:
       run_dir: the run directory (see `tf_transformer.run_dir`).
@@ -148,7 +150,8 @@ def run(
       fit: train with `model.fit` instead of the custom loop.
       overwrite: delete what `run_dir` holds and start over; done only once the data has
         loaded, so a corpus that fails to load leaves the old run as it was.
-      train_changes: `TrainConfig` fields to change (e.g. the limits of a resumed run).
+      train_changes: `TrainConfig` fields to change (e.g. the limits of a resumed run); a
+        `max_steps` without `epochs` lifts the epoch limit (`training.resume`).
       train_pairs, validation_pairs: `(source, target)` string pairs to use instead of loading
         `data`'s splits (e.g. a subset, or several corpora joined); `data` still names the
         languages and is recorded.
@@ -175,9 +178,16 @@ def run(
     stored = run.read_config() if run.exists() and not overwrite else {}
     if data is None:
         data = DataConfig.from_dict(stored["data"]) if stored.get("data") else DataConfig()
-    if stored and train_config is None:
-        train_config = run.train_config()
-    train_config = (train_config or TrainConfig()).replace(**(train_changes or {}))
+    if stored.get("model"):  # a resumed run: its configs, with what a resume may change
+        model_config, train_config = resumed_configs(
+            run.model_config(),
+            run.train_config(),
+            model_config=model_config,
+            train_config=train_config,
+            train_changes=train_changes,
+        )
+    else:
+        train_config = apply_train_changes(train_config or TrainConfig(), train_changes)
     if not stored.get("model") and model_config is not None and not train_config.shared_vocab:
         check_shared_embeddings(model_config)  # before the data loads
     # A multi-worker strategy configures its collectives when it is made, before TensorFlow
@@ -194,9 +204,7 @@ def run(
     tokenizers = prepare_tokenizers(
         run, train_pairs, data, train_config, reuse=chief or had_tokenizers, save=chief
     )
-    if stored.get("model"):
-        model_config = ModelConfig.from_dict(stored["model"])
-    else:
+    if not stored.get("model"):
         model_config = (model_config or ModelConfig()).replace(
             input_vocab_size=int(tokenizers.source.get_vocab_size()),
             target_vocab_size=int(tokenizers.target.get_vocab_size()),

@@ -150,7 +150,7 @@ class Validator:
       pairs: the dev subset, `(source, reference)` strings.
       tokenizers: the run's `Tokenizers`.
       best: where the best weights go, and the patience (None: nothing is kept).
-      max_length: most source tokens kept and tokens generated (bounded by the model's table).
+      max_tokens: most source tokens kept and tokens generated (bounded by the model's table).
       batch_size: sentences per decoding batch.
       num_samples: sample translations written per evaluation.
 
@@ -167,7 +167,7 @@ class Validator:
         tokenizers,
         *,
         best: BestCheckpoint | None = None,
-        max_length: int = 128,
+        max_tokens: int = 128,
         batch_size: int = 64,
         num_samples: int = NUM_SAMPLES,
     ):
@@ -176,7 +176,7 @@ class Validator:
         self.pairs = list(pairs)
         self.tokenizers = tokenizers
         self.best = best
-        self.max_length = max_length
+        self.max_tokens = max_tokens
         self.batch_size = batch_size
         self.num_samples = num_samples
         self._translator: Translator | None = None
@@ -195,7 +195,7 @@ class Validator:
             subset,
             tokenizers,
             best=BestCheckpoint(run, patience=train_config.patience),
-            max_length=train_config.max_tokens,
+            max_tokens=train_config.max_tokens,
         )
 
     def translator(self, model: tf.keras.Model) -> Translator:
@@ -208,8 +208,14 @@ class Validator:
         """
         if self._translator is None:
             copy = build_model(model.config)
-            max_length = min(self.max_length, copy.max_length)
-            self._translator = Translator(self.tokenizers, copy, beam_size=1, max_length=max_length)
+            max_tokens = min(self.max_tokens, copy.max_length)
+            self._translator = Translator(
+                self.tokenizers,
+                copy,
+                beam_size=1,
+                max_source_tokens=max_tokens,
+                max_new_tokens=max_tokens,
+            )
         for target, source in zip(self._translator.model.weights, model.weights, strict=True):
             target.assign(source)
         return self._translator

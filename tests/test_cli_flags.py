@@ -1,0 +1,168 @@
+"""The flags made from the config fields: one per field, the preset's defaults in the help, and
+old flags and config.json keys still read (saying once that they are deprecated)."""
+
+import argparse
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tf_transformer import cli
+from tf_transformer.commands import train
+from tf_transformer.config import (
+    DataConfig,
+    DecodeConfig,
+    ModelConfig,
+    TrainConfig,
+    base,
+    get_train_preset,
+)
+from tf_transformer.run_dir import RunDir
+
+BASE_CONFIG = Path(__file__).parent / "fixtures" / "base_run_config.json"
+
+
+@pytest.fixture(autouse=True)
+def fresh_warnings(monkeypatch):
+    """Each test sees the deprecation warnings as a new process would (they are said once)."""
+    monkeypatch.setattr(base, "_WARNED", set())
+
+
+def _subparser(name: str) -> argparse.ArgumentParser:
+    return cli.build_parser()._subparsers._group_actions[0].choices[name]
+
+
+def _visible_flags(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """`{dest: first option string}` of the flags the help lists."""
+    return {
+        action.dest: action.option_strings[0]
+        for action in parser._actions
+        if action.option_strings and action.help != argparse.SUPPRESS and action.dest != "help"
+    }
+
+
+def _fields(*classes) -> set[str]:
+    return {field.name for cls in classes for field in dataclasses.fields(cls)}
+
+
+def test_every_train_field_has_a_flag_and_every_flag_a_field():
+    flags = _visible_flags(_subparser("train"))
+    fields = _fields(ModelConfig, TrainConfig, DataConfig) - set(train.SET_BY_TRAINING)
+    assert set(flags) - set(train.RUN_FLAGS) == fields
+    assert set(train.RUN_FLAGS) <= set(flags)
+    for dest, flag in flags.items():
+        assert flag == "--" + dest.replace("_", "-")  # the field's own name
+
+
+@pytest.mark.parametrize("command", ["translate", "evaluate", "export"])
+def test_every_decode_field_has_a_flag(command):
+    flags = _visible_flags(_subparser(command))
+    assert _fields(DecodeConfig) <= set(flags)
+    # Their other flags are about the command, not decoding settings.
+    assert not (set(flags) - _fields(DecodeConfig)) & _fields(ModelConfig, TrainConfig)
+
+
+def test_a_new_field_gets_its_flag():
+    @dataclasses.dataclass(frozen=True)
+    class Extra(base._DictConfig):
+        smoothing_steps: int = base.setting(7, "Steps of smoothing.", positive=True)
+        gentle: bool = base.setting(False, "Be gentle.")
+
+    from tf_transformer.commands.flags import add_config_flags, config_changes
+
+    parser = argparse.ArgumentParser()
+    add_config_flags(parser, Extra)
+    args = parser.parse_args(["--smoothing-steps", "3", "--gentle"])
+    assert config_changes(args, Extra) == {"smoothing_steps": 3, "gentle": True}
+    assert config_changes(parser.parse_args([]), Extra) == {}
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--smoothing-steps", "0"])  # positive, as the field says
+
+
+def _help(capsys, *arguments) -> str:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["train", *arguments])
+    assert exit_info.value.code == 0
+    return " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.parametrize("order", ["preset first", "help first"])
+def test_train_help_shows_the_chosen_presets_values(capsys, order):
+    arguments = ["--preset", "small-data", "--help"]
+    text = _help(capsys, *(arguments if order == "preset first" else arguments[2:] + arguments[:2]))
+    preset = get_train_preset("small-data")
+    assert preset.eval_sentences == 1000 and preset.concat_fraction == 0.75
+    assert "the first N validation pairs. (default: 1000)" in text
+    assert "joined two by two, so the model learns multi-sentence inputs (0: off). " in text
+    assert "(default: 0.75)" in text and "--mixed-precision {float32,float16,bfloat16}" in text
+    assert "preset small-data's" in text
+    text = _help(capsys, "--help")  # the default preset, small
+    assert "the first N validation pairs. (default: 300)" in text
+    assert "preset small's" in text
+
+
+def test_old_train_flags_still_work_and_warn_once(capsys):
+    args = ["train", "--preset", "tiny", "--max-length", "100", "--accumulate", "2"]
+    with pytest.warns(FutureWarning) as warned:
+        parsed = cli.build_parser().parse_args([*args, "--max-length", "90"])
+    model_config, train_config = train.configs_from_args(parsed)
+    assert train_config.max_tokens == 100 and train_config.accumulate_steps == 2
+    assert model_config.max_length == 100
+    messages = sorted(str(w.message) for w in warned)
+    assert messages == [
+        "--accumulate is deprecated: use --accumulate-steps.",
+        "--max-length is deprecated: use --max-tokens.",
+    ]
+
+
+@pytest.mark.parametrize(
+    "arguments, caps",
+    [
+        (["--max-length", "9"], (9, 9)),
+        (["--max-length", "9", "--max-new-tokens", "5"], (9, 5)),
+        (["--max-new-tokens", "5", "--max-length", "9"], (9, 5)),  # the new flag wins anyway
+    ],
+)
+def test_old_decoding_flag_sets_both_caps_the_new_ones_win(arguments, caps):
+    from tf_transformer.commands import decoding_settings
+
+    with pytest.warns(FutureWarning, match="--max-length is deprecated: use --max-source-tok"):
+        args = cli.build_parser().parse_args(["translate", "RUN", *arguments])
+    settings = decoding_settings(args)
+    assert (settings["max_source_tokens"], settings["max_new_tokens"]) == caps
+
+
+def test_cli_says_deprecated_in_one_stderr_line(capsys):
+    # --help right after: the warning is said as the flag is read, before anything runs.
+    with pytest.raises(SystemExit):
+        cli.main(["train", "--max-length", "20", "--help"])
+    err = capsys.readouterr().err
+    assert err == "tf-transformer train: warning: --max-length is deprecated: use --max-tokens.\n"
+
+
+def test_old_config_json_key_is_read_and_warned_once():
+    stored = get_train_preset("tiny").to_dict()
+    stored["max_length"] = stored.pop("max_tokens")
+    with pytest.warns(FutureWarning, match="TrainConfig key 'max_length' is deprecated") as w:
+        first, second = [TrainConfig.from_dict(stored) for _ in range(2)]
+    assert first == second == get_train_preset("tiny") and len(w) == 1
+
+
+def test_a_run_written_by_the_previous_version_loads(tmp_path, recwarn):
+    """tests/fixtures/base_run_config.json: config.json as the code before the flag and naming
+    change wrote it (small-data preset)."""
+    (tmp_path / "run").mkdir()
+    shutil.copy(BASE_CONFIG, tmp_path / "run" / "config.json")
+    run = RunDir(tmp_path / "run")
+    assert run.train_config() == get_train_preset("small-data").replace(max_minutes=27.0)
+    assert run.model_config().share_embeddings and run.model_config().input_vocab_size == 3574
+    assert run.data_config() == DataConfig("sample")
+    assert not [w for w in recwarn if issubclass(w.category, FutureWarning)]
+    # The same file with the keys of still older runs: read, with a warning.
+    config = json.loads(BASE_CONFIG.read_text())
+    config["train"]["max_length"] = config["train"].pop("max_tokens")
+    run.write_config(config)
+    with pytest.warns(FutureWarning, match="'max_length' is deprecated: use 'max_tokens'"):
+        assert run.train_config().max_tokens == 64
