@@ -5,7 +5,7 @@ Run from the repository root::
     .venv/bin/python bench/quality.py --run-dir runs/quality            # train 27 min, evaluate
     .venv/bin/python bench/quality.py --run-dir runs/quality --resume   # continue a stopped run
     .venv/bin/python bench/quality.py --eval-only runs/quality          # evaluate a run again
-    .venv/bin/python bench/quality.py --eval-only runs/quality --checkpoint latest --alphas 1.0,0.6
+    .venv/bin/python bench/quality.py --eval-only runs/quality --checkpoint latest --length-penalties 1.0,0.6
     .venv/bin/python bench/quality.py --run-dir runs/q/short --max-minutes 10 --json q.json
 
 Training data: Tatoeba train + CrioleSet train from ``--data`` (default ``<repo>/../shared/data``;
@@ -21,10 +21,11 @@ BLEU (cased, the headline, and lower-cased) and chrF on ``tatoeba_pt_en/dev`` an
 training, ``--eval-every``), else the averaged one, else the latest: ``RunDir.checkpoint``'s
 order; the one used is printed, with the best one's record (``checkpoints/best/best.json``). The
 validation history itself is in TensorBoard only (``RUN_DIR/logs/validation``). To compare
-checkpoints, run ``--eval-only`` once per ``--checkpoint``. ``--alphas 1.0,0.6`` scores beam
-search at each length penalty (α is chosen on Tatoeba dev; the best α there is printed);
-``--alpha`` (default ``DecodeConfig``'s, 1.0) scores one. The last line is machine-readable;
-its figures are beam search at the first α of ``--alphas`` (or ``--alpha``), greedy with
+checkpoints, run ``--eval-only`` once per ``--checkpoint``. ``--length-penalties 1.0,0.6``
+scores beam search at each length penalty (chosen on Tatoeba dev; the best one there is
+printed); ``--length-penalty`` (default ``DecodeConfig``'s, 1.0) scores one. ``--alpha`` and
+``--alphas`` are their deprecated names. The last line is machine-readable; its figures are
+beam search at the first length penalty given, greedy with
 ``--beam-size 1``::
 
     quality: tatoeba_dev_bleu=<cased> tatoeba_dev_bleu_lc=... chrf=... ted_dev_bleu_lc=...
@@ -222,9 +223,10 @@ def evaluate_run(args, root: Path) -> dict:
             f"{best['num_sentences']} sentences, {best['evaluations_since']} evaluations since"
         )
     decodings = {"greedy": (1, 0.0)}
-    for alpha in args.alphas if args.beam_size > 1 else ():
-        decodings[f"beam{args.beam_size} a={alpha:g}"] = (args.beam_size, alpha)
-    # The figures of the last line: beam search at the first alpha (greedy with --beam-size 1).
+    for penalty in args.length_penalties if args.beam_size > 1 else ():
+        decodings[f"beam{args.beam_size} lp={penalty:g}"] = (args.beam_size, penalty)
+    # The figures of the last line: beam search at the first length penalty (greedy with
+    # --beam-size 1).
     headline = list(decodings)[min(1, len(decodings) - 1)]
     results = {}
     for dev, folder in DEV_SETS.items():
@@ -236,17 +238,17 @@ def evaluate_run(args, root: Path) -> dict:
             (pt.decode("utf-8"), en.decode("utf-8"))
             for pt, en in load_dataset(root / folder, "dev").as_numpy_iterator()
         ][: args.dev_limit]
-        for name, (beam_size, alpha) in decodings.items():
+        for name, (beam_size, penalty) in decodings.items():
             start = time.monotonic()
             scores, _ = evaluate(
-                lambda batch, b=beam_size, a=alpha: translator.translate_batch(
-                    batch, beam_size=b, length_penalty=a
+                lambda batch, b=beam_size, p=penalty: translator.translate_batch(
+                    batch, beam_size=b, length_penalty=p
                 ),
                 pairs,
                 hypotheses_path=run.root
                 / "hypotheses"
                 / Path(checkpoint).name
-                / f"{dev}.{beam_size}.{alpha:g}.txt",
+                / f"{dev}.{beam_size}.{penalty:g}.txt",
                 progress=not args.quiet,
             )
             results[(dev, name)] = scores
@@ -270,12 +272,15 @@ def print_table(results: dict, record: dict, headline: str) -> None:
         print(f"BLEU (lc) signature: {any_scores.bleu_lc_signature}")
         print(f"chrF signature: {any_scores.chrf_signature}")
     beams = [
-        (name, s) for (dev, name), s in results.items() if dev == "tatoeba_dev" and " a=" in name
+        (name, s) for (dev, name), s in results.items() if dev == "tatoeba_dev" and " lp=" in name
     ]
-    if len(beams) > 1:  # --alphas: the length penalty to choose on dev
+    if len(beams) > 1:  # --length-penalties: the one to choose on dev
         top = max(beams, key=lambda item: (item[1].bleu, item[1].chrf))[0]
-        listed = ", ".join(f"{name.split('a=')[1]}: {s.bleu:.1f}" for name, s in beams)
-        print(f"tatoeba_dev cased BLEU by alpha: {listed}; best alpha {top.split('a=')[1]}")
+        listed = ", ".join(f"{name.split('lp=')[1]}: {s.bleu:.1f}" for name, s in beams)
+        print(
+            f"tatoeba_dev cased BLEU by length penalty: {listed}; "
+            f"best length penalty {top.split('lp=')[1]}"
+        )
     best = {dev: scores for (dev, name), scores in results.items() if name == headline}
     fields = []
     if "tatoeba_dev" in best:
@@ -325,17 +330,19 @@ def quality_figures(args, results: dict) -> dict:
     }
 
 
-def alpha_list(text: str) -> list[float]:
-    """`--alphas 0.6,1.0` → [0.6, 1.0]: distinct length penalties >= 0, in the order given."""
+def penalty_list(text: str) -> list[float]:
+    """`--length-penalties 0.6,1.0` → [0.6, 1.0]: distinct values >= 0, in the order given."""
     try:
-        alphas = [float(part) for part in text.split(",")]
+        penalties = [float(part) for part in text.split(",")]
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"not a comma-separated list of numbers: {text!r}"
         ) from None
-    if min(alphas) < 0 or len(set(alphas)) != len(alphas):
-        raise argparse.ArgumentTypeError(f"alphas must be distinct and >= 0, got {text!r}")
-    return alphas
+    if min(penalties) < 0 or len(set(penalties)) != len(penalties):
+        raise argparse.ArgumentTypeError(
+            f"length penalties must be distinct and >= 0, got {text!r}"
+        )
+    return penalties
 
 
 def main() -> None:
@@ -354,18 +361,20 @@ def main() -> None:
             parser.add_argument(flag, type=kind, default=None)
     parser.add_argument("--beam-size", type=int, default=4, help="1: greedy only.")
     parser.add_argument(
-        "--alpha",
+        "--length-penalty",
+        "--alpha",  # deprecated name, warned about below
         type=float,
         default=None,
         help=f"Beam length penalty (default: DecodeConfig's, {DecodeConfig.length_penalty:g}).",
     )
     parser.add_argument(
-        "--alphas",
-        type=alpha_list,
+        "--length-penalties",
+        "--alphas",  # deprecated name, warned about below
+        type=penalty_list,
         default=None,
         metavar="A,B,...",
         help="Score beam search at each length penalty (e.g. 0.6,1.0); the last line reports "
-        "the first. Replaces --alpha.",
+        "the first. Replaces --length-penalty.",
     )
     parser.add_argument(
         "--checkpoint",
@@ -377,11 +386,16 @@ def main() -> None:
     parser.add_argument("--quiet", action="store_true", help="No progress bars.")
     add_json_flags(parser)
     args = parser.parse_args()
-    if args.alphas is not None and args.alpha is not None:
-        parser.error("--alpha and --alphas: give one of them.")
-    if args.alphas is not None and args.beam_size < 2:
-        parser.error("--alphas needs beam search (--beam-size 2 or more).")
-    args.alphas = args.alphas or [DecodeConfig.length_penalty if args.alpha is None else args.alpha]
+    for old, new in (("--alphas", "--length-penalties"), ("--alpha", "--length-penalty")):
+        if any(arg == old or arg.startswith(old + "=") for arg in sys.argv[1:]):
+            print(f"quality.py: warning: {old} is deprecated: use {new}.", file=sys.stderr)
+    if args.length_penalties is not None and args.length_penalty is not None:
+        parser.error("--length-penalty and --length-penalties: give one of them.")
+    if args.length_penalties is not None and args.beam_size < 2:
+        parser.error("--length-penalties needs beam search (--beam-size 2 or more).")
+    if args.length_penalties is None:
+        one = args.length_penalty
+        args.length_penalties = [DecodeConfig.length_penalty if one is None else one]
     root = data_root(args.data)
     if args.eval_only:
         args.run_dir = args.eval_only

@@ -107,21 +107,22 @@ def test_evaluation_is_reproducible_from_the_run_dir(tiny_run):
     assert {path.name: path.read_text() for path in hypotheses.iterdir()} == written
 
 
-def test_eval_only_checkpoint_and_alphas(tiny_run, tmp_path):
+def test_eval_only_checkpoint_and_length_penalties(tiny_run, tmp_path):
     data, run_dir, _ = tiny_run
     result = _quality(
         "--data", str(data), "--eval-only", str(run_dir), "--checkpoint", "latest",
-        "--beam-size", "2", "--alphas", "1.0,0.6", "--skip-ted", "--quiet",
+        "--beam-size", "2", "--length-penalties", "1.0,0.6", "--skip-ted", "--quiet",
         "--json", str(tmp_path / "q.json"), "--json-note", "a tiny run",
     )  # fmt: skip
     assert "the latest checkpoint (--checkpoint)" in result.stdout
     assert re.search(
-        r"cased BLEU by alpha: 1: \S+, 0\.6: \S+; best alpha (1|0\.6)\n", result.stdout
+        r"cased BLEU by length penalty: 1: \S+, 0\.6: \S+; best length penalty (1|0\.6)\n",
+        result.stdout,
     )
     written = sorted(path.name for path in (run_dir / "hypotheses" / "latest").iterdir())
     assert written == ["tatoeba_dev.1.0.txt", "tatoeba_dev.2.0.6.txt", "tatoeba_dev.2.1.txt"]
-    # The last line reports the first alpha: its row of the table.
-    row = re.search(r"\| tatoeba_dev \| beam2 a=1 \| (\S+) \| (\S+) \| (\S+) \|", result.stdout)
+    # The last line reports the first length penalty: its row of the table.
+    row = re.search(r"\| tatoeba_dev \| beam2 lp=1 \| (\S+) \| (\S+) \| (\S+) \|", result.stdout)
     line = _last_line(result)
     assert line.startswith(
         f"quality: tatoeba_dev_bleu={row[1]} tatoeba_dev_bleu_lc={row[2]} chrf={row[3]} minutes="
@@ -134,16 +135,20 @@ def test_eval_only_checkpoint_and_alphas(tiny_run, tmp_path):
     figures = record["figures"]
     assert figures["record"]["step"] == 20 and figures["validation"] == []
     scores = {(s["dev"], s["decoding"]): s["bleu"] for s in figures["scores"]}
-    assert list(scores) == [("tatoeba_dev", n) for n in ("greedy", "beam2 a=1", "beam2 a=0.6")]
-    assert f"{scores[('tatoeba_dev', 'beam2 a=1')]:.1f}" == row[1]
+    assert list(scores) == [("tatoeba_dev", n) for n in ("greedy", "beam2 lp=1", "beam2 lp=0.6")]
+    assert f"{scores[('tatoeba_dev', 'beam2 lp=1')]:.1f}" == row[1]
 
 
 @pytest.mark.parametrize(
     "flags, message",
     [
-        (["--beam-size", "1", "--alphas", "0.6,1.0"], "needs beam search"),
-        (["--alpha", "1.0", "--alphas", "0.6,1.0"], "give one of them"),
-        (["--alphas", "0.6,0.6"], "distinct"),
+        (["--beam-size", "1", "--length-penalties", "0.6,1.0"], "needs beam search"),
+        (["--length-penalty", "1.0", "--length-penalties", "0.6,1.0"], "give one of them"),
+        (
+            ["--alpha", "1.0", "--alphas", "0.6,1.0"],
+            "--alphas is deprecated: use --length-penalties",
+        ),
+        (["--length-penalties", "0.6,0.6"], "distinct"),
         (["--checkpoint", "runs/none/ckpt-1"], "cannot read the checkpoint runs/none/ckpt-1"),
     ],
 )
