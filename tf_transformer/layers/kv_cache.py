@@ -22,6 +22,7 @@ import tensorflow as tf
 
 # XLA:CPU splits a reduction over an axis longer than this (TreeReductionRewriter's window).
 REDUCE_WINDOW = 32
+_maximum = functools.partial(functools.reduce, tf.maximum)  # of a list of tensors
 
 
 class GraphLayout:
@@ -85,12 +86,9 @@ class XlaLayout(GraphLayout):
 
     def arrange(self, columns):
         """Head-major columns `(..., heads * depth)` -> depth-major `(..., depth * heads)`."""
-        rank = len(columns.shape)
-        shape = tf.concat([tf.shape(columns)[:-1], [self.num_heads, -1]], axis=0)
-        split = tf.reshape(columns, shape)
-        return tf.reshape(
-            tf.transpose(split, [*range(rank - 1), rank, rank - 1]), tf.shape(columns)
-        )
+        rank, shape = len(columns.shape), tf.shape(columns)
+        split = tf.reshape(columns, tf.concat([shape[:-1], [self.num_heads, -1]], axis=0))
+        return tf.reshape(tf.transpose(split, [*range(rank - 1), rank, rank - 1]), shape)
 
     def empty(self, rows, length, dtype):
         return tf.zeros((rows, length, self.d_model), dtype)
@@ -110,25 +108,23 @@ class XlaLayout(GraphLayout):
     def attend(self, q, keys, values, bias, group: int = 1):
         length_axis = len(keys.shape) - 2  # the self-attention cache has no group axis
         dims = _length_dims(keys, length_axis)
-        ones = [1] * len(dims)
         # A sentence's queries `(batch, group, 1.., depth, heads)` against its keys `(batch, 1,
         # len.., depth, heads)`.
-        q = tf.reshape(q, (-1, group, *ones, self.depth, self.num_heads))
+        q = tf.reshape(q, (-1, group, *[1] * len(dims), self.depth, self.num_heads))
         keys = tf.reshape(keys, (-1, 1, *dims, self.depth, self.num_heads))
         values = tf.reshape(values, (-1, 1, *dims, self.num_heads, self.depth))
         bias = tf.reshape(bias, (-1, 1, *dims, 1))
         dtype = tf.float32 if q.dtype in (tf.float16, tf.bfloat16) else q.dtype
         q, keys, bias = tf.cast(q, dtype), tf.cast(keys, dtype), tf.cast(bias, dtype)
         logits = tf.reduce_sum(q * keys, axis=-2) + bias  # (batch, group, len.., heads)
-        axes = len(dims)
-        peak = _over_length(logits, tf.reduce_max, _maximum, axes, axis=-2)  # (.., heads)
+        peak = _over_length(logits, tf.reduce_max, _maximum, len(dims), axis=-2)  # (.., heads)
         for _ in dims:
             peak = peak[..., tf.newaxis, :]
         exp = tf.exp(logits - peak)
         products = exp[..., tf.newaxis] * tf.cast(values, dtype)  # (.., len.., heads, depth)
-        attended = _over_length(products, tf.reduce_sum, tf.add_n, axes, axis=-3)
+        attended = _over_length(products, tf.reduce_sum, tf.add_n, len(dims), axis=-3)
         # Normalised after the sum: `(heads, depth)` divisions instead of `(len, heads)`.
-        total = _over_length(exp, tf.reduce_sum, tf.add_n, axes, axis=-2)  # (.., heads)
+        total = _over_length(exp, tf.reduce_sum, tf.add_n, len(dims), axis=-2)  # (.., heads)
         attended = tf.cast(attended / total[..., tf.newaxis], values.dtype)
         return tf.reshape(attended, (-1, self.d_model))
 
@@ -171,7 +167,3 @@ def _over_length(x, reduce, combine, length_axes: int, *, axis: int):
     axes is a scalar loop, and XLA merges two consecutive reduces into one)."""
     x = reduce(x, axis=axis)
     return combine(tf.unstack(x, axis=axis)) if length_axes == 2 else x
-
-
-def _maximum(tensors):
-    return functools.reduce(tf.maximum, tensors)
