@@ -109,12 +109,8 @@ class Transformer(tf.keras.Model):
         x, decoder_weights = self.decoder(
             tgt_in, context, self_mask=combined_mask, cross_mask=padding_mask, training=training
         )
-        attention = {
-            "encoder_self": encoder_weights,
-            "decoder_self": decoder_weights["self"],
-            "cross": decoder_weights["cross"],
-        }
-        return self.project(x), attention
+        attention = {"decoder_self": decoder_weights["self"], "cross": decoder_weights["cross"]}
+        return self.project(x), {"encoder_self": encoder_weights, **attention}
 
     def project(self, x, kernel=None):
         """Decoder output `(..., d_model)` -> float32 logits `(..., target_vocab_size)`.
@@ -141,20 +137,17 @@ class Transformer(tf.keras.Model):
     def start_decoding(self, context, padding_mask, cache_length, rows, *, layout="graph"):
         """What a decoding call prepares once: the caches and the weights the steps read.
 
-        The one place where decoding departs from the layers' variables. Each is read once
-        (`decode_step` runs the layers in a `keras.StatelessScope` over these tensors: no step
-        reads or casts a variable); each attention's query is pre-scaled, and fused with its key
-        and value in self-attention (`MultiHeadAttention.decoding_projection`); every layer's
-        cross-attention keys and values are projected here, in one matmul; under XLA a tied
-        output projection uses the embedding matrix transposed here (XLA:CPU runs `transpose_b`
-        at 4 rows 1.24x slower over a beam-4 decode; graph mode is as fast either way).
+        The one place where decoding departs from the layers' variables: each is read once
+        (`decode_step` runs the layers in a `keras.StatelessScope` over these tensors), the
+        attentions' q/k/v as `MultiHeadAttention.decoding_projection`, every layer's cross keys
+        and values projected in one matmul; under XLA a tied output projection's matrix is
+        transposed here (XLA:CPU's `transpose_b` at 4 rows made a beam-4 decode 1.24x slower).
 
         Args:
           context, padding_mask: from `encode` (`batch` sentences).
           cache_length: decoder positions the self-attention cache holds.
           rows: decoded sequences (`batch * beam_size`).
-          layout: "graph" or "xla", the cache layout (`layers.kv_cache`; the same math, each
-            the fastest in its mode).
+          layout: "graph" or "xla", the cache layout (`layers.kv_cache`: each fastest in its mode).
 
         Returns:
           `(self_cache, cross, constants)`: `self_cache` follows the hypotheses (beam search

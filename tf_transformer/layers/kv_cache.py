@@ -6,12 +6,11 @@
   `rows * heads` scatter slices, attention as batched matmuls.
 * `XlaLayout` (the fastest under XLA): heads merged, a position written as one slice per row
   (beam search may leave it in place and read through a row table, `history`). XLA:CPU runs each
-  `(1, depth) x (depth, len)` product of a row and head as its own small dot, so the one query's
-  attention is products and sums, fused into a few vectorized loops: query and key columns are
-  depth-major (`arrange`, on their kernels once per call), so the score sums run over a major
-  axis with the heads as vector lanes; a length over 32 is viewed as two axes of at most 32
-  (`_length_dims`), or XLA:CPU's TreeReductionRewriter splits the reduction and stops the
-  product fusing into the sum.
+  row and head's `(1, depth) x (depth, len)` product as its own small dot, so attention is
+  products and sums fused into a few vectorized loops: query and key columns are depth-major
+  (`arrange`, on the kernels once per call), so score sums run over a major axis with the heads
+  as vector lanes; a length over 32 is viewed as two axes of at most 32 (`_length_dims`), else
+  XLA:CPU's TreeReductionRewriter splits the reduction and the product stops fusing into the sum.
 """
 
 from __future__ import annotations
@@ -26,10 +25,8 @@ _maximum = functools.partial(functools.reduce, tf.maximum)  # of a list of tenso
 
 
 class GraphLayout:
-    """Per-head caches and batched matmuls. Shapes (`group`: queries per key/value row):
-
-    self-attention cache `(rows, 1, heads, len, depth)`; memory keys/values
-    `(batch, 1, heads, src_len, depth)`; scatter slots `[row, 0, head, position]`.
+    """Per-head caches and batched matmuls: self-attention cache `(rows, 1, heads, len, depth)`,
+    memory keys/values `(batch, 1, heads, src_len, depth)`, slots `[row, 0, head, position]`.
     """
 
     def __init__(self, num_heads: int, d_model: int):
@@ -78,10 +75,9 @@ class GraphLayout:
 
 
 class XlaLayout(GraphLayout):
-    """Heads merged, attention as products and sums (module docstring). Shapes:
-
-    self-attention cache `(rows, len, d_model)`; memory keys/values `(batch, 1, src_len,
-    d_model)`; keys depth-major; scatter slots `[row, position]`.
+    """Heads merged, attention as products and sums (module docstring): self-attention cache
+    `(rows, len, d_model)`, memory keys/values `(batch, 1, src_len, d_model)`, keys depth-major,
+    scatter slots `[row, position]`.
     """
 
     def arrange(self, columns):
@@ -161,9 +157,8 @@ def _length_dims(x, axis: int) -> list:
 
 
 def _over_length(x, reduce, combine, length_axes: int, *, axis: int):
-    """`reduce` over the length axes `axis - length_axes + 1 .. axis` of `x`, as XLA:CPU
-    vectorizes it: one `reduce` over the inner axis (at most 32 long: unrolled, vectorized over
-    the axes after it), then `combine` of the slices along the outer one (one `reduce` over two
-    axes is a scalar loop, and XLA merges two consecutive reduces into one)."""
+    """`reduce` over `x`'s length axes (`axis` and, with two, the one before), as XLA:CPU
+    vectorizes it: `reduce` over the inner axis (unrolled, vectorized over the later axes), then
+    `combine` of the outer one's slices (a `reduce` over both, or two in turn, is a scalar loop)."""
     x = reduce(x, axis=axis)
     return combine(tf.unstack(x, axis=axis)) if length_axes == 2 else x
