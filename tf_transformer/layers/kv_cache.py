@@ -26,8 +26,7 @@ _maximum = functools.partial(functools.reduce, tf.maximum)  # of a list of tenso
 
 class GraphLayout:
     """Per-head caches and batched matmuls: self-attention cache `(rows, 1, heads, len, depth)`,
-    memory keys/values `(batch, 1, heads, src_len, depth)`, slots `[row, 0, head, position]`.
-    """
+    memory keys/values `(batch, 1, heads, src_len, depth)`, slots `[row, 0, head, position]`."""
 
     def __init__(self, num_heads: int, d_model: int):
         self.num_heads, self.d_model, self.depth = num_heads, d_model, d_model // num_heads
@@ -77,8 +76,7 @@ class GraphLayout:
 class XlaLayout(GraphLayout):
     """Heads merged, attention as products and sums (module docstring): self-attention cache
     `(rows, len, d_model)`, memory keys/values `(batch, 1, src_len, d_model)`, keys depth-major,
-    scatter slots `[row, position]`.
-    """
+    scatter slots `[row, position]`."""
 
     def arrange(self, columns):
         """Head-major columns `(..., heads * depth)` -> depth-major `(..., depth * heads)`."""
