@@ -7,24 +7,12 @@ import dataclasses
 import keras
 import tensorflow as tf
 
+from tf_transformer import masks
 from tf_transformer.config import ModelConfig
 from tf_transformer.layers.attention import AttentionCache, dense, read_weight
 from tf_transformer.layers.decoder import Decoder
 from tf_transformer.layers.encoder import Encoder
 from tf_transformer.layers.kv_cache import LAYOUTS
-from tf_transformer.masks import (
-    create_look_ahead_mask,
-    create_masks,
-    create_padding_mask,
-    mask_to_bias,
-)
-
-# The `ModelConfig` fields the encoder and decoder stacks take (besides their vocabulary size).
-STACK_ARGUMENTS = [
-    f.name
-    for f in dataclasses.fields(ModelConfig)
-    if "vocab" not in f.name and "share" not in f.name
-]
 
 
 def tie_token_embeddings(encoder: Encoder, decoder: Decoder) -> None:
@@ -73,15 +61,15 @@ class Transformer(tf.keras.Model):
     """
 
     def __init__(self, **kwargs):
-        # The hyperparameters are the fields of `ModelConfig` (one definition of their names,
-        # defaults and validation); everything else goes to `tf.keras.Model`.
         fields = {field.name for field in dataclasses.fields(ModelConfig)}
         config = ModelConfig(**{name: kwargs.pop(name) for name in fields & set(kwargs)})
         super().__init__(**kwargs)
         self.config = config
-        for name, value in dataclasses.asdict(config).items():
+        hyperparameters = dataclasses.asdict(config)
+        for name, value in hyperparameters.items():
             setattr(self, name, value)
-        stack = {name: getattr(config, name) for name in STACK_ARGUMENTS}
+        # The stacks take every field but the vocabulary sizes and the sharing switches.
+        stack = {k: v for k, v in hyperparameters.items() if "vocab" not in k and "share" not in k}
         stack["dtype"] = self.dtype_policy
         self.encoder = Encoder(vocab_size=config.input_vocab_size, name="encoder", **stack)
         self.decoder = Decoder(vocab_size=config.target_vocab_size, name="decoder", **stack)
@@ -116,17 +104,13 @@ class Transformer(tf.keras.Model):
           `(batch, heads, tgt_len, tgt_len)` and `"cross"` `(batch, heads, tgt_len, src_len)`.
         """
         src, tgt_in = inputs
-        padding_mask, combined_mask = create_masks(src, tgt_in)
+        padding_mask, combined_mask = masks.create_masks(src, tgt_in)
         context, encoder_weights = self.encoder(src, padding_mask=padding_mask, training=training)
         x, decoder_weights = self.decoder(
             tgt_in, context, self_mask=combined_mask, cross_mask=padding_mask, training=training
         )
-        attention = {
-            "encoder_self": encoder_weights,
-            "decoder_self": decoder_weights["self"],
-            "cross": decoder_weights["cross"],
-        }
-        return self.project(x), attention
+        attention = {"decoder_self": decoder_weights["self"], "cross": decoder_weights["cross"]}
+        return self.project(x), {"encoder_self": encoder_weights, **attention}
 
     def project(self, x, kernel=None):
         """Decoder output `(..., d_model)` -> float32 logits `(..., target_vocab_size)`.
@@ -143,33 +127,27 @@ class Transformer(tf.keras.Model):
             logits = tf.matmul(x, tf.cast(table, x.dtype), transpose_b=True)
         return tf.cast(logits, tf.float32)
 
-    # The incremental-decoding seam used by tf_transformer.inference.decoding: `encode` once,
-    # `start_decoding` once per decoding call, `decode_step` per token.
-
     def encode(self, src, training=False):
         """Runs the encoder once: returns `(context, padding_mask)`."""
         self.build()  # every weight, so that `start_decoding` can read the decoder's
-        padding_mask = create_padding_mask(src)
+        padding_mask = masks.create_padding_mask(src)
         context, _ = self.encoder(src, padding_mask=padding_mask, training=training)
         return context, padding_mask
 
     def start_decoding(self, context, padding_mask, cache_length, rows, *, layout="graph"):
         """What a decoding call prepares once: the caches and the weights the steps read.
 
-        The one place where decoding departs from the layers' variables. Each is read once
-        (`decode_step` runs the layers in a `keras.StatelessScope` over these tensors: no step
-        reads or casts a variable); each attention's query is pre-scaled, and fused with its key
-        and value in self-attention (`MultiHeadAttention.decoding_projection`); every layer's
-        cross-attention keys and values are projected here, in one matmul; under XLA a tied
-        output projection uses the embedding matrix transposed here (XLA:CPU runs `transpose_b`
-        at 4 rows 1.24x slower over a beam-4 decode; graph mode is as fast either way).
+        The one place where decoding departs from the layers' variables: each is read once
+        (`decode_step` runs the layers in a `keras.StatelessScope` over these tensors), the
+        attentions' q/k/v as `MultiHeadAttention.decoding_projection`, every layer's cross keys
+        and values projected in one matmul; under XLA a tied output projection's matrix is
+        transposed here (XLA:CPU's `transpose_b` at 4 rows made a beam-4 decode 1.24x slower).
 
         Args:
           context, padding_mask: from `encode` (`batch` sentences).
           cache_length: decoder positions the self-attention cache holds.
           rows: decoded sequences (`batch * beam_size`).
-          layout: "graph" or "xla", the cache layout (`layers.kv_cache`; the same math, each
-            the fastest in its mode).
+          layout: "graph" or "xla", the cache layout (`layers.kv_cache`: each fastest in its mode).
 
         Returns:
           `(self_cache, cross, constants)`: `self_cache` follows the hypotheses (beam search
@@ -183,9 +161,8 @@ class Transformer(tf.keras.Model):
         batch, dtype, stack = tf.shape(context)[0], self.compute_dtype, self.decoder.stack
         kv = [layer.cross_attention.decoding_projection(layout, "key", "value") for layer in stack]
         kv = tuple(tf.concat(parts, axis=-1) for parts in zip(*kv))  # every layer's
-        memory = layout.memory(
-            dense(tf.reshape(context, (-1, self.d_model)), kv), batch, 2 * len(stack)
-        )
+        context = tf.reshape(context, (-1, self.d_model))
+        memory = layout.memory(dense(context, kv), batch, 2 * len(stack))
         table = self.decoder.embedding.embedding.embeddings  # the encoder's when shared
         final = [] if self.final_layer is None else self.final_layer.weights
         variables = {id(v): v for v in self.decoder.weights + [table] + final}.values()
@@ -204,15 +181,14 @@ class Transformer(tf.keras.Model):
             ],
             "output_kernel": tf.transpose(read_weight(table, dtype)) if tied_under_xla else None,
             # Row `t`: the look-ahead mask's row as a bias; the indices that write position `t`.
-            "self_bias": mask_to_bias(create_look_ahead_mask(cache_length), dtype),
+            "self_bias": masks.mask_to_bias(masks.create_look_ahead_mask(cache_length), dtype),
             "slots": layout.slots(rows, cache_length),
         }
-        empty = {"key": layout.empty(batch, cache_length, dtype)}
-        empty["value"] = empty["key"]
         cross = {
             "layers": [{"key": k, "value": v} for k, v in zip(memory[::2], memory[1::2])],
-            "bias": mask_to_bias(padding_mask, dtype)[:, tf.newaxis],
+            "bias": masks.mask_to_bias(padding_mask, dtype)[:, tf.newaxis],
         }
+        empty = dict.fromkeys(("key", "value"), layout.empty(batch, cache_length, dtype))
         return [empty] * len(stack), cross, constants
 
     def decode_step(self, ids, step, self_cache, cross, constants, *, beam_size=1, history=None):
@@ -225,8 +201,7 @@ class Transformer(tf.keras.Model):
           self_cache, cross, constants: from `start_decoding` (made for `rows`); `self_cache`
             with `rows` rows (tiled per beam, or from the previous step).
           beam_size: rows per sentence.
-          history: "xla" layout only: int32 `(rows, cache_length, 2)`, `[cache row, position]`
-            of each row's earlier positions (beam search without moving cache rows).
+          history: "xla" layout only: `AttentionCache.history`, `(rows, cache_length, 2)`.
 
         Returns:
           `(logits, self_cache)`: float32 `(rows, target_vocab_size)` for the token at

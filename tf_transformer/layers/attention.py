@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any
 
@@ -69,9 +70,6 @@ class MultiHeadAttention(tf.keras.layers.Layer):
 
     Masks follow the tutorial's convention: **1.0 = masked**.
 
-    `call` attends whole sequences, or with `cache` one decoded position per row over a
-    key/value cache (the same output projection; q/k/v from `decoding_projection`).
-
     Args:
       d_model: model width; the query/key/value/output projections are `d_model x d_model`.
       num_heads: number of heads; must divide `d_model`.
@@ -122,11 +120,6 @@ class MultiHeadAttention(tf.keras.layers.Layer):
         x = tf.reshape(x, (batch, -1, self.num_heads, self.depth))
         return tf.transpose(x, (0, 2, 1, 3))
 
-    def project_key_value(self, value, key=None):
-        """Projected, head-split keys and values: two `(batch, num_heads, len, depth)`."""
-        key = value if key is None else key
-        return self.split_heads(self.wk(key)), self.split_heads(self.wv(value))
-
     def build(self, *args, **kwargs):
         # Explicit builds: Keras 3 would otherwise trace `call` symbolically to find the weights,
         # once per nesting level (seconds per model on a CPU).
@@ -139,14 +132,10 @@ class MultiHeadAttention(tf.keras.layers.Layer):
             attended, weights = self._attend_cached(query, cache)  # (rows, d_model), cache
         else:
             q = self.split_heads(self.wq(query))  # (batch, heads, len_q, depth)
-            k, v = self.project_key_value(value, key)  # (batch, heads, len_k, depth)
-            attended, weights = scaled_dot_product_attention(
-                q,
-                k,
-                v,
-                mask=attention_mask,
-                dropout=lambda w: self.attention_dropout_layer(w, training=training),
-            )
+            k = self.split_heads(self.wk(value if key is None else key))  # (.., len_k, depth)
+            v = self.split_heads(self.wv(value))
+            dropout = functools.partial(self.attention_dropout_layer, training=training)
+            attended, weights = scaled_dot_product_attention(q, k, v, attention_mask, dropout)
             attended = tf.transpose(attended, (0, 2, 1, 3))  # (batch, len_q, heads, depth)
             attended = tf.reshape(attended, (tf.shape(attended)[0], -1, self.d_model))
         return self.wo(attended), weights

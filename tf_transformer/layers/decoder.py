@@ -80,9 +80,8 @@ class Decoder(Stack):
     """Positional embedding, dropout and `num_layers` DecoderLayers (plus a final norm in pre-norm).
 
     Args:
-      num_layers, d_model, num_heads, dff, dropout_rate, norm_first: as in Encoder.
-      max_length, positional_layout, attention_dropout, activation_dropout: as in Encoder.
-      activation: as in Encoder.
+      num_layers, d_model, num_heads, dff, dropout_rate, norm_first, max_length: as in Encoder.
+      positional_layout, attention_dropout, activation_dropout, activation: as in Encoder.
       vocab_size: target vocabulary size.
       word_dropout: probability of zeroing a target token's word embedding (training only).
 

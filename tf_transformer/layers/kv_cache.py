@@ -6,12 +6,11 @@
   `rows * heads` scatter slices, attention as batched matmuls.
 * `XlaLayout` (the fastest under XLA): heads merged, a position written as one slice per row
   (beam search may leave it in place and read through a row table, `history`). XLA:CPU runs each
-  `(1, depth) x (depth, len)` product of a row and head as its own small dot, so the one query's
-  attention is products and sums, fused into a few vectorized loops: query and key columns are
-  depth-major (`arrange`, on their kernels once per call), so the score sums run over a major
-  axis with the heads as vector lanes; a length over 32 is viewed as two axes of at most 32
-  (`_length_dims`), or XLA:CPU's TreeReductionRewriter splits the reduction and stops the
-  product fusing into the sum.
+  row and head's `(1, depth) x (depth, len)` product as its own small dot, so attention is
+  products and sums fused into a few vectorized loops: query and key columns are depth-major
+  (`arrange`, on the kernels once per call), so score sums run over a major axis with the heads
+  as vector lanes; a length over 32 is viewed as two axes of at most 32 (`_length_dims`), else
+  XLA:CPU's TreeReductionRewriter splits the reduction and the product stops fusing into the sum.
 """
 
 from __future__ import annotations
@@ -22,14 +21,12 @@ import tensorflow as tf
 
 # XLA:CPU splits a reduction over an axis longer than this (TreeReductionRewriter's window).
 REDUCE_WINDOW = 32
+_maximum = functools.partial(functools.reduce, tf.maximum)  # of a list of tensors
 
 
 class GraphLayout:
-    """Per-head caches and batched matmuls. Shapes (`group`: queries per key/value row):
-
-    self-attention cache `(rows, 1, heads, len, depth)`; memory keys/values
-    `(batch, 1, heads, src_len, depth)`; scatter slots `[row, 0, head, position]`.
-    """
+    """Per-head caches and batched matmuls: self-attention cache `(rows, 1, heads, len, depth)`,
+    memory keys/values `(batch, 1, heads, src_len, depth)`, slots `[row, 0, head, position]`."""
 
     def __init__(self, num_heads: int, d_model: int):
         self.num_heads, self.d_model, self.depth = num_heads, d_model, d_model // num_heads
@@ -77,20 +74,15 @@ class GraphLayout:
 
 
 class XlaLayout(GraphLayout):
-    """Heads merged, attention as products and sums (module docstring). Shapes:
-
-    self-attention cache `(rows, len, d_model)`; memory keys/values `(batch, 1, src_len,
-    d_model)`; keys depth-major; scatter slots `[row, position]`.
-    """
+    """Heads merged, attention as products and sums (module docstring): self-attention cache
+    `(rows, len, d_model)`, memory keys/values `(batch, 1, src_len, d_model)`, keys depth-major,
+    scatter slots `[row, position]`."""
 
     def arrange(self, columns):
         """Head-major columns `(..., heads * depth)` -> depth-major `(..., depth * heads)`."""
-        rank = len(columns.shape)
-        shape = tf.concat([tf.shape(columns)[:-1], [self.num_heads, -1]], axis=0)
-        split = tf.reshape(columns, shape)
-        return tf.reshape(
-            tf.transpose(split, [*range(rank - 1), rank, rank - 1]), tf.shape(columns)
-        )
+        rank, shape = len(columns.shape), tf.shape(columns)
+        split = tf.reshape(columns, tf.concat([shape[:-1], [self.num_heads, -1]], axis=0))
+        return tf.reshape(tf.transpose(split, [*range(rank - 1), rank, rank - 1]), shape)
 
     def empty(self, rows, length, dtype):
         return tf.zeros((rows, length, self.d_model), dtype)
@@ -110,25 +102,23 @@ class XlaLayout(GraphLayout):
     def attend(self, q, keys, values, bias, group: int = 1):
         length_axis = len(keys.shape) - 2  # the self-attention cache has no group axis
         dims = _length_dims(keys, length_axis)
-        ones = [1] * len(dims)
         # A sentence's queries `(batch, group, 1.., depth, heads)` against its keys `(batch, 1,
         # len.., depth, heads)`.
-        q = tf.reshape(q, (-1, group, *ones, self.depth, self.num_heads))
+        q = tf.reshape(q, (-1, group, *[1] * len(dims), self.depth, self.num_heads))
         keys = tf.reshape(keys, (-1, 1, *dims, self.depth, self.num_heads))
         values = tf.reshape(values, (-1, 1, *dims, self.num_heads, self.depth))
         bias = tf.reshape(bias, (-1, 1, *dims, 1))
         dtype = tf.float32 if q.dtype in (tf.float16, tf.bfloat16) else q.dtype
         q, keys, bias = tf.cast(q, dtype), tf.cast(keys, dtype), tf.cast(bias, dtype)
         logits = tf.reduce_sum(q * keys, axis=-2) + bias  # (batch, group, len.., heads)
-        axes = len(dims)
-        peak = _over_length(logits, tf.reduce_max, _maximum, axes, axis=-2)  # (.., heads)
+        peak = _over_length(logits, tf.reduce_max, _maximum, len(dims), axis=-2)  # (.., heads)
         for _ in dims:
             peak = peak[..., tf.newaxis, :]
         exp = tf.exp(logits - peak)
         products = exp[..., tf.newaxis] * tf.cast(values, dtype)  # (.., len.., heads, depth)
-        attended = _over_length(products, tf.reduce_sum, tf.add_n, axes, axis=-3)
+        attended = _over_length(products, tf.reduce_sum, tf.add_n, len(dims), axis=-3)
         # Normalised after the sum: `(heads, depth)` divisions instead of `(len, heads)`.
-        total = _over_length(exp, tf.reduce_sum, tf.add_n, axes, axis=-2)  # (.., heads)
+        total = _over_length(exp, tf.reduce_sum, tf.add_n, len(dims), axis=-2)  # (.., heads)
         attended = tf.cast(attended / total[..., tf.newaxis], values.dtype)
         return tf.reshape(attended, (-1, self.d_model))
 
@@ -165,13 +155,8 @@ def _length_dims(x, axis: int) -> list:
 
 
 def _over_length(x, reduce, combine, length_axes: int, *, axis: int):
-    """`reduce` over the length axes `axis - length_axes + 1 .. axis` of `x`, as XLA:CPU
-    vectorizes it: one `reduce` over the inner axis (at most 32 long: unrolled, vectorized over
-    the axes after it), then `combine` of the slices along the outer one (one `reduce` over two
-    axes is a scalar loop, and XLA merges two consecutive reduces into one)."""
+    """`reduce` over `x`'s length axes (`axis` and, with two, the one before), as XLA:CPU
+    vectorizes it: `reduce` over the inner axis (unrolled, vectorized over the later axes), then
+    `combine` of the outer one's slices (a `reduce` over both, or two in turn, is a scalar loop)."""
     x = reduce(x, axis=axis)
     return combine(tf.unstack(x, axis=axis)) if length_axes == 2 else x
-
-
-def _maximum(tensors):
-    return functools.reduce(tf.maximum, tensors)
