@@ -46,7 +46,7 @@ def checkpoint_problem(prefix: str | Path) -> str | None:
     try:
         reader = tf.train.load_checkpoint(prefix)
     except (ValueError, OSError, tf.errors.OpError) as error:
-        return f"its index is unreadable: {_first_line(error)}"
+        return f"its index is unreadable: {first_line(error)}"
     try:
         dtypes = reader.get_variable_to_dtype_map()
         shapes = reader.get_variable_to_shape_map()
@@ -58,14 +58,14 @@ def checkpoint_problem(prefix: str | Path) -> str | None:
             else:
                 needed += int(np.prod(shapes[key], dtype=np.int64)) * dtype.size
     except (IndexError, ValueError, OSError, tf.errors.OpError) as error:
-        return f"its data is unreadable: {_first_line(error)}"
+        return f"its data is unreadable: {first_line(error)}"
     held = sum(path.stat().st_size for path in data)
     if held < needed:
         return f"its data files hold {held} bytes of the {needed} its index lists"
     return None
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
     text = getattr(error, "message", None) or str(error) or type(error).__name__
     return text.strip().splitlines()[0]
 
@@ -109,7 +109,7 @@ def torn_note(prefix: str, load: Callable[[str], Any] | None = None) -> str | No
         try:
             load(prefix)
         except (IndexError, tf.errors.OpError) as error:
-            problem = f"it does not restore: {_first_line(error)}"
+            problem = f"it does not restore: {first_line(error)}"
     return None if problem is None else f"{prefix} is torn ({problem})"
 
 

@@ -9,6 +9,7 @@ and `BackupAndRestore`. Its optimizer (Keras' gradient accumulation) is in `fit_
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 import shutil
 import tempfile
 from pathlib import Path
@@ -17,7 +18,9 @@ import tensorflow as tf
 
 from tf_transformer.config import ModelConfig, TrainConfig
 from tf_transformer.run_dir import RunDir
+from tf_transformer.training.checkpoints import restore_newest
 from tf_transformer.training.distribute import distribute_batches, num_workers
+from tf_transformer.training.fit_backup import BackupAndRestore
 from tf_transformer.training.fit_optimizer import fit_optimizer
 from tf_transformer.training.losses import MaskedAccuracy, MaskedSparseCrossEntropy
 from tf_transformer.training.mixed_precision import build_model
@@ -75,6 +78,7 @@ def make_callbacks(
     *,
     validation: bool = False,
     early_stopping_patience: int | None = None,
+    restore: Callable[[], str | None] = lambda: None,
 ) -> list[tf.keras.callbacks.Callback]:
     """Keras' own `model.fit` callbacks for a run directory (the run's policies come beside
     them, see `training.policies`).
@@ -82,7 +86,9 @@ def make_callbacks(
     - `tf.keras.callbacks.TensorBoard` scalars under `logs/fit` (`train/`, `validation/`);
     - `ModelCheckpoint` of the whole model (optimizer and schedule included) to
       `fit/model.keras`, the best by `val_loss` when there is validation data;
-    - `BackupAndRestore` in `fit/backup`, so an interrupted `fit` resumes at its epoch;
+    - `BackupAndRestore` in `fit/backup`, so an interrupted `fit` resumes at its epoch; when
+      the backup is torn, `restore()` restores the checkpoint to resume from instead (see
+      `fit_backup`);
     - `EarlyStopping` on `val_loss` when `early_stopping_patience` is given (needs validation).
     """
     paths = fit_paths(run_dir)
@@ -94,7 +100,7 @@ def make_callbacks(
             monitor="val_loss" if validation else "loss",
             save_best_only=validation,
         ),
-        tf.keras.callbacks.BackupAndRestore(str(paths["backup"])),
+        BackupAndRestore(str(paths["backup"]), restore),
     ]
     if early_stopping_patience is not None:
         if not validation:
@@ -188,6 +194,16 @@ def fit(
     # shapes (and across workers). Unset, `fit` finds the strategy in the scope around it
     # and builds the loss and metrics when it traces its step.
     model._distribute_strategy = None
+    # The newest whole checkpoint (torn ones passed over), at the start of its epoch; Keras'
+    # backup, when there is one and it is whole, replaces it in `fit` (see `fit_backup`).
+    latest = restore_newest(manager.checkpoint, run.checkpoints_path)
+    initial_epoch = status.epoch if latest else 0
+
+    def restore_again() -> str | None:
+        if latest:
+            manager.checkpoint.restore(latest).assert_existing_objects_matched()
+        return latest
+
     if num_workers(strategy) > 1:
         _stack_step_logs(model)
 
@@ -199,11 +215,13 @@ def fit(
             resume_from=lambda: f"the last epoch ({backup})",
             validate=validate,
             verbose=verbose != 0,
+            restored=latest,
         ) as policies:
             callbacks = make_callbacks(
                 writes,
                 validation=val_ds is not None,
                 early_stopping_patience=early_stopping_patience,
+                restore=restore_again,
             )
             # After Keras' own: `BackupAndRestore` restores the step count that
             # `FitProgress` reads.
@@ -214,6 +232,7 @@ def fit(
                     validation_data=val_ds,
                     # epochs=None: the policies end `fit` (they set stop_training).
                     epochs=train_config.epochs or _UNBOUNDED_EPOCHS,
+                    initial_epoch=initial_epoch,
                     steps_per_epoch=steps_per_epoch,
                     callbacks=callbacks,
                     verbose=verbose,

@@ -1,0 +1,52 @@
+"""`fit`'s epoch backup (Keras' `BackupAndRestore`), passed over when it is torn.
+
+Keras writes `latest.weights.h5` and `training_metadata.json` in place at each epoch's end
+and deletes them when `fit` ends, so a backup is left only by a run that was killed, and a
+kill or a full disk during that write leaves it short or empty. Keras then fails in h5py
+(`OSError: ... truncated file`). The backup is not a TensorFlow checkpoint, so the check is the
+load itself (as `checkpoint_files.torn_note` does with `load`).
+
+What it guarantees: the model starts `fit` either with the whole backup (weights, optimizer
+and epoch) or with the run's newest whole checkpoint of `checkpoints/`, which `fit` restored
+before (weights, optimizer and step), at the start of that checkpoint's epoch; never with a
+mix of the two. Checkpoints are saved at every epoch's end too, so the fallback loses no epoch.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+
+import tensorflow as tf
+
+from tf_transformer.checkpoint_files import TornCheckpointError, first_line, report_fallback
+
+
+class BackupAndRestore(tf.keras.callbacks.BackupAndRestore):
+    """Keras' `BackupAndRestore` that, when its backup does not load, warns in one line, removes
+    the backup and goes back to the checkpoint `fit` restored.
+
+    Args:
+      backup_dir: the backup's folder.
+      restore: restores again the checkpoint `fit` restored (a failed load may have set part
+        of the weights) and returns its prefix; None when the run has no checkpoint.
+    """
+
+    def __init__(self, backup_dir: str, restore: Callable[[], str | None]):
+        super().__init__(backup_dir)
+        self.restore = restore
+
+    def on_train_begin(self, logs=None):
+        try:
+            super().on_train_begin(logs)
+        except (OSError, ValueError, KeyError) as error:  # h5py, json, a missing entry
+            note = f"the backup {self.backup_dir} is torn ({first_line(error)})"
+            self.model._initial_epoch = None  # the checkpoint's epoch, which `fit` was given
+            prefix = self.restore()
+            if prefix is None:
+                raise TornCheckpointError(
+                    f"nothing whole to resume from: {note} and the run holds no checkpoint. "
+                    "Start over with --overwrite."
+                ) from error
+            shutil.rmtree(self.backup_dir, ignore_errors=True)
+            report_fallback([note], f"resuming from {prefix}, the newest whole checkpoint")
