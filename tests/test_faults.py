@@ -23,7 +23,12 @@ import tensorflow as tf
 
 from tf_transformer import cli
 from tf_transformer.atomic_files import WriteError
-from tf_transformer.checkpoint_files import TornCheckpointError, checkpoint_problem
+from tf_transformer.checkpoint_files import (
+    TornCheckpointError,
+    checkpoint_candidates,
+    checkpoint_number,
+    checkpoint_problem,
+)
 from tf_transformer.errors import TransformerWarning
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training.run_lock import RunLock, RunLockedError
@@ -163,6 +168,54 @@ def test_no_whole_checkpoint_is_one_error_line(run, capsys):
         f"tf-transformer train: error: no whole checkpoint in {run.checkpoints_path}"
     )
     assert err[0].endswith("Start over with --overwrite.")
+
+
+def test_a_torn_fit_backup_is_passed_over_for_the_newest_whole_checkpoint(tmp_path, capsys):
+    run = RunDir(tmp_path / "fit")
+    backup = run.root / "fit" / "backup"
+    train = ["train", "--preset", "tiny", "--dataset", "sample", "--fit", "--quiet"]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    killed = subprocess.Popen(
+        [sys.executable, "-m", "tf_transformer.cli", *train, "--run-dir", str(run.root)]
+        + ["--max-steps", "100000", "--checkpoint-every", "100000"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:  # Killed in its second epoch: Keras deletes its backup only when `fit` ends.
+        deadline = time.monotonic() + 240
+        while not (run.checkpoints_path / "checkpoint").is_file():  # written after the backup
+            assert killed.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+    finally:
+        killed.send_signal(signal.SIGKILL)
+        killed.wait()
+    (whole,) = checkpoint_candidates(run.checkpoints_path)  # the first epoch's end
+    _cut(backup / "latest.weights.h5", 1000)
+    step = checkpoint_number(whole)
+    resume = ["train", "--resume", "--fit", "--run-dir", run.root, "--quiet"]
+
+    # Without the checkpoint nothing whole is left: one error line, the backup kept.
+    shutil.move(run.checkpoints_path, tmp_path / "aside")
+    code, _, err = _cli(capsys, *resume, "--max-steps", step + 2)
+    assert code == 2 and err[0].startswith("tf-transformer train: warning: taking over the lock")
+    assert len(err) == 2 and err[1].startswith(
+        f"tf-transformer train: error: nothing whole to resume from: the backup {backup} is torn "
+        "(Unable to synchronously open file (truncated file: eof = 1000"
+    )
+    assert err[1].endswith("and the run holds no checkpoint. Start over with --overwrite.")
+    assert (backup / "latest.weights.h5").stat().st_size == 1000
+
+    shutil.move(tmp_path / "aside", run.checkpoints_path)
+    code, out, err = _cli(capsys, *resume, "--max-steps", step + 2)
+    assert code == 0 and f"fit to step {step + 2} (epoch 2)" in out
+    assert err == [
+        f"tf-transformer train: warning: the backup {backup} is torn (Unable to synchronously "
+        f"open file (truncated file: eof = 1000, sblock->base_addr = 0, stored_eof = "
+        f"{err[0].split('stored_eof = ')[1].split(')')[0]})); resuming from {whole}, the newest "
+        "whole checkpoint"
+    ]
+    assert not backup.exists()
 
 
 def test_best_then_averaged_then_latest_each_passed_over_when_torn_or_missing(run):
