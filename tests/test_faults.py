@@ -177,12 +177,14 @@ def test_a_torn_fit_backup_is_passed_over_for_the_newest_whole_checkpoint(tmp_pa
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     killed = subprocess.Popen(
         [sys.executable, "-m", "tf_transformer.cli", *train, "--run-dir", str(run.root)]
-        + ["--max-steps", "100000", "--checkpoint-every", "100000"],
+        + ["--epochs", "1000", "--max-steps", "100000", "--checkpoint-every", "100000"],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    try:  # Killed in its second epoch: Keras deletes its backup only when `fit` ends.
+    # Killed in its second epoch (one of `sample` takes seconds): Keras deletes its backup only
+    # when `fit` ends, and checkpoints are saved only at each epoch's end, after the backup.
+    try:
         deadline = time.monotonic() + 240
         while not (run.checkpoints_path / "checkpoint").is_file():  # written after the backup
             assert killed.poll() is None and time.monotonic() < deadline
