@@ -355,6 +355,21 @@ def test_a_failed_export_leaves_no_version_and_the_earlier_one_loads(run, capsys
     assert int(tf.saved_model.load(str(base / "1")).f()) == 1
 
 
+def test_a_failed_ctranslate2_export_is_one_line_and_leaves_nothing(run, capsys, tmp_path):
+    ctranslate2 = pytest.importorskip("ctranslate2")
+    out = tmp_path / "ct2"
+    export = ["export", run.root, "--format", "ctranslate2", "--out", out]
+    with file_size_limit(100_000):  # model.bin of the tiny model is larger
+        code, _, err = _cli(capsys, *export)
+    assert code == 2 and err == [
+        f"tf-transformer export: error: cannot write {out}: File too large; nothing was left "
+        f"at {out}"
+    ]
+    assert list(tmp_path.iterdir()) == [tmp_path / "run"]  # no ct2/, no temporary directory
+    code, _, _ = _cli(capsys, *export)  # with room, the same export is whole
+    assert code == 0 and ctranslate2.Translator(str(out), device="cpu")
+
+
 # Two trainers on one run.
 
 
