@@ -211,12 +211,11 @@ def test_a_torn_fit_backup_is_passed_over_for_the_newest_whole_checkpoint(tmp_pa
     shutil.move(tmp_path / "aside", run.checkpoints_path)
     code, out, err = _cli(capsys, *resume, "--max-steps", step + 2)
     assert code == 0 and f"fit to step {step + 2} (epoch 2)" in out
-    assert err == [
+    assert len(err) == 1 and err[0].startswith(
         f"tf-transformer train: warning: the backup {backup} is torn (Unable to synchronously "
-        f"open file (truncated file: eof = 1000, sblock->base_addr = 0, stored_eof = "
-        f"{err[0].split('stored_eof = ')[1].split(')')[0]})); resuming from {whole}, the newest "
-        "whole checkpoint"
-    ]
+        "open file (truncated file: eof = 1000, "
+    )
+    assert err[0].endswith(f")); resuming from {whole}, the newest whole checkpoint")
     assert not backup.exists()
 
 
@@ -362,8 +361,7 @@ def test_a_failed_ctranslate2_export_is_one_line_and_leaves_nothing(run, capsys,
     with file_size_limit(100_000):  # model.bin of the tiny model is larger
         code, _, err = _cli(capsys, *export)
     assert code == 2 and err == [
-        f"tf-transformer export: error: cannot write {out}: File too large; nothing was left "
-        f"at {out}"
+        f"tf-transformer export: error: cannot write {out}: File too large; nothing was left at {out}"
     ]
     assert list(tmp_path.iterdir()) == [tmp_path / "run"]  # no ct2/, no temporary directory
     code, _, _ = _cli(capsys, *export)  # with room, the same export is whole

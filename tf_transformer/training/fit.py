@@ -9,9 +9,9 @@ and `BackupAndRestore`. Its optimizer (Keras' gradient accumulation) is in `fit_
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import tensorflow as tf
@@ -135,6 +135,10 @@ def fit(
     BLEU every `eval_every` steps into `logs/validation`, the best weights in
     `checkpoints/best/` and `patience`; `average_last`. A NaN or infinite loss raises
     `NonFiniteLossError` before anything saves that step.
+
+    It resumes from the run's newest whole checkpoint (torn ones passed over, as in the
+    custom loop), at the start of that checkpoint's epoch; Keras' backup of a killed `fit`
+    replaces it when the backup is whole (see `fit_backup`).
 
     Under a multi-replica strategy each replica trains whole batches of its own (see
     `tf_transformer.training.distribute`). Under a multi-worker one only the chief writes the
