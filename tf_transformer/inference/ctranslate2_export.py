@@ -40,13 +40,12 @@ Example:
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from tf_transformer.atomic_files import write_directory
 from tf_transformer.text.special_tokens import RESERVED_TOKENS
 
 PAD_TOKEN, UNK_TOKEN, START_TOKEN, END_TOKEN = RESERVED_TOKENS
@@ -62,8 +61,8 @@ def export_ctranslate2(
 ) -> Path:
     """Writes a CTranslate2 model directory (``model.bin``, ``config.json``, vocabularies).
 
-    The directory is written into a hidden sibling and renamed into place when complete; an
-    existing directory is never overwritten.
+    The directory is written into a hidden sibling and renamed into place when complete
+    (`atomic_files.write_directory`); an existing directory is never overwritten.
 
     Args:
         source: a run directory (config.json, tokenizers/, checkpoints/), or a
@@ -79,6 +78,7 @@ def export_ctranslate2(
 
     Raises:
         FileExistsError: `output_dir` exists (it is left untouched).
+        WriteError: a write failed (a full disk); nothing is left at `output_dir`.
         ImportError: ctranslate2 is not installed.
         ValueError: a vocabulary does not match the model's size or reserved tokens.
     """
@@ -102,16 +102,12 @@ def export_ctranslate2(
         def _load(self):
             return spec
 
-    output_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{output_dir.name}-", dir=output_dir.parent))
-    try:
-        written = Path(SpecConverter().convert(str(tmp / "model"), quantization=quantization))
-        if output_dir.exists():  # another export won the race
-            raise FileExistsError(f"{output_dir} appeared while exporting; not overwritten.")
-        os.rename(written, output_dir)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return output_dir
+    # The converter recreates the temporary directory it is given (force=True) and fills it.
+    return write_directory(
+        output_dir,
+        lambda tmp: SpecConverter().convert(tmp, quantization=quantization, force=True),
+        replace=False,
+    )
 
 
 def vocabulary(tokenizer) -> list[str]:
