@@ -50,9 +50,9 @@ from tf_transformer.config import ModelConfig, TrainConfig, get_preset
 from tf_transformer.data.pipeline import make_batches, padded_batches
 from tf_transformer.model import Transformer
 from tf_transformer.text.tokenizers import build_tokenizers
-from tf_transformer.training.mixed_precision import build_model
-from tf_transformer.training.schedule import make_optimizer
-from tf_transformer.training.train_step import TrainStep
+from tf_transformer.training.step.mixed_precision import build_model
+from tf_transformer.training.step.schedule import make_optimizer
+from tf_transformer.training.step.train_step import TrainStep
 
 DATA = REPO.parent / "shared" / "data" / "ted_hrlr_validation"
 

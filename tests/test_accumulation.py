@@ -8,13 +8,13 @@ import tensorflow as tf
 from tests.test_train import MODEL, TRAIN, copy_task
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training.checkpoints import TrainState, make_checkpoint_manager
-from tf_transformer.training.fit import fit
-from tf_transformer.training.fit_optimizer import UpdateSchedule, fit_optimizer
+from tf_transformer.training.fit.model_fit import fit
+from tf_transformer.training.fit.optimizer import UpdateSchedule, fit_optimizer
 from tf_transformer.training.loop import train
-from tf_transformer.training.losses import masked_loss_sum
-from tf_transformer.training.mixed_precision import build_model
-from tf_transformer.training.schedule import WarmupSchedule, make_optimizer
-from tf_transformer.training.train_step import TrainStep
+from tf_transformer.training.step.losses import masked_loss_sum
+from tf_transformer.training.step.mixed_precision import build_model
+from tf_transformer.training.step.schedule import WarmupSchedule, make_optimizer
+from tf_transformer.training.step.train_step import TrainStep
 
 # Adam's first update is `lr * sqrt(1 - beta_2) * g / (sqrt(1 - beta_2) |g| + epsilon)`: with a
 # huge epsilon (and a learning rate as huge) it is linear in the gradient `g`, so updates

@@ -18,9 +18,9 @@ from tf_transformer.training.distribute import (
     is_chief,
     replica_batches,
 )
-from tf_transformer.training.mixed_precision import build_model, policy_name
-from tf_transformer.training.schedule import make_optimizer
-from tf_transformer.training.train_step import TrainStep
+from tf_transformer.training.step.mixed_precision import build_model, policy_name
+from tf_transformer.training.step.schedule import make_optimizer
+from tf_transformer.training.step.train_step import TrainStep
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,7 +32,7 @@ cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 from tests.test_train import MODEL, TRAIN, copy_task
 from tf_transformer.training.distribute import get_strategy
-from tf_transformer.training.fit import fit
+from tf_transformer.training.fit.model_fit import fit
 from tf_transformer.training.loop import train
 
 config = TRAIN.replace(max_steps=4, epochs=1)
@@ -55,9 +55,9 @@ for name, accumulate in (("default", 2), ("mirrored", 1)):
                  "fit": history.history["loss"], "fit_steps": int(model.optimizer.iterations.numpy()),
                  "fit_weights": [w.numpy().tolist() for w in model.trainable_variables]}
 # Batches of every length share one trace of each step (the distributed dataset's spec).
-from tf_transformer.training.mixed_precision import build_model
-from tf_transformer.training.schedule import make_optimizer
-from tf_transformer.training.train_step import TrainStep
+from tf_transformer.training.step.mixed_precision import build_model
+from tf_transformer.training.step.schedule import make_optimizer
+from tf_transformer.training.step.train_step import TrainStep
 with strategy.scope():
     model = build_model(MODEL, None)
     optimizer = make_optimizer(MODEL.d_model, config)

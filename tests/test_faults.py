@@ -31,7 +31,7 @@ from tf_transformer.checkpoint_files import (
 )
 from tf_transformer.errors import TransformerWarning
 from tf_transformer.run_dir import RunDir
-from tf_transformer.training.run_lock import RunLock, RunLockedError
+from tf_transformer.training.start.lock import RunLock, RunLockedError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

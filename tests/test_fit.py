@@ -6,12 +6,12 @@ import tensorflow as tf
 
 from tests.test_train import MODEL, TRAIN, copy_task
 from tf_transformer.run_dir import RunDir
-from tf_transformer.training.fit import compile_model, fit, fit_paths
+from tf_transformer.training.fit.model_fit import compile_model, fit, fit_paths
 from tf_transformer.training.loop import NonFiniteLossError, train
-from tf_transformer.training.losses import MaskedSparseCrossEntropy
-from tf_transformer.training.mixed_precision import build_model
-from tf_transformer.training.schedule import WarmupSchedule, make_optimizer
-from tf_transformer.training.train_step import TrainStep
+from tf_transformer.training.step.losses import MaskedSparseCrossEntropy
+from tf_transformer.training.step.mixed_precision import build_model
+from tf_transformer.training.step.schedule import WarmupSchedule, make_optimizer
+from tf_transformer.training.step.train_step import TrainStep
 
 
 def _weights(model) -> list[np.ndarray]:

@@ -7,7 +7,7 @@ import pytest
 
 from tf_transformer import cli, training
 from tf_transformer.config import get_preset, get_train_preset
-from tf_transformer.training.resume import RESUMABLE, apply_train_changes, resumed_configs
+from tf_transformer.training.start.resume import RESUMABLE, apply_train_changes, resumed_configs
 
 MODEL = get_preset("tiny").replace(input_vocab_size=50, target_vocab_size=60)
 TRAIN = get_train_preset("tiny")  # epochs=1

@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from tf_transformer.config import TrainConfig
-from tf_transformer.training.schedule import CustomSchedule, WarmupSchedule, make_optimizer
+from tf_transformer.training.step.schedule import CustomSchedule, WarmupSchedule, make_optimizer
 
 
 @pytest.mark.parametrize(

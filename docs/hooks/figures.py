@@ -60,7 +60,7 @@ def concept_figures() -> dict[str, bytes]:
     from tf_transformer import plots
     from tf_transformer.layers import MultiHeadAttention
     from tf_transformer.masks import create_look_ahead_mask, create_masks, create_padding_mask
-    from tf_transformer.training.schedule import WarmupSchedule
+    from tf_transformer.training.step.schedule import WarmupSchedule
 
     made = {
         name: png(plots.plot_positional_encoding(length=64, depth=32, layout=name))

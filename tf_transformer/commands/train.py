@@ -100,7 +100,7 @@ def register(subparsers) -> None:
 
 def configs_from_args(args: argparse.Namespace) -> tuple[ModelConfig, TrainConfig]:
     """The model and training configs of a new run: the preset, then the flags given."""
-    from tf_transformer.training.resume import apply_train_changes  # imports TensorFlow
+    from tf_transformer.training.start.resume import apply_train_changes  # imports TensorFlow
 
     model_config = get_preset(args.preset).replace(**config_changes(args, ModelConfig))
     train_config = apply_train_changes(
@@ -116,7 +116,7 @@ def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool) -> None:
     """Refuses to touch an existing run unless told to resume or overwrite it."""
     if resume and overwrite:
         raise CLIError("--resume and --overwrite exclude each other.")
-    from tf_transformer.training.run_lock import LOCK_NAME
+    from tf_transformer.training.start.lock import LOCK_NAME
 
     exists = run_dir.exists() and any(p.name != LOCK_NAME for p in run_dir.iterdir())
     if resume and not (run_dir / "config.json").is_file():

@@ -8,6 +8,6 @@
 """
 
 from tf_transformer.training.loop import NonFiniteLossError, TrainResult
-from tf_transformer.training.runner import run
+from tf_transformer.training.start.entry import run
 
 __all__ = ["NonFiniteLossError", "TrainResult", "run"]

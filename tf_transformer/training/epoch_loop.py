@@ -7,12 +7,12 @@ from collections.abc import Callable, Sequence
 import tensorflow as tf
 
 from tf_transformer.training.logs import Totals
-from tf_transformer.training.policies import Progress
-from tf_transformer.training.train_step import TrainStep
+from tf_transformer.training.policies.standard import Progress
+from tf_transformer.training.step.train_step import TrainStep
 
 # A dataset of batches, or a function of the epoch returning that epoch's batches (the
 # deterministic way to reshuffle: a resumed run rebuilds epoch k's order exactly; see
-# `tf_transformer.training.runner.epoch_batches`).
+# `tf_transformer.training.start.entry.epoch_batches`).
 Batches = tf.data.Dataset | Callable[[int], tf.data.Dataset]
 
 

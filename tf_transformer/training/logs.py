@@ -12,7 +12,7 @@ from collections.abc import Callable
 import tensorflow as tf
 from tqdm.auto import tqdm
 
-from tf_transformer.training.policies import Policy, Progress
+from tf_transformer.training.policies.standard import Policy, Progress
 from tf_transformer.training.summaries import write_scalar
 
 

@@ -14,14 +14,14 @@ from tf_transformer.run_dir import RunDir
 from tf_transformer.training.checkpoints import TrainState, restore_newest
 from tf_transformer.training.epoch_loop import Batches, EpochLoop
 from tf_transformer.training.logs import OnStep, ProgressBar, TrainSummaries
-from tf_transformer.training.mixed_precision import build_model
-from tf_transformer.training.policies import NonFiniteLossError, Progress
+from tf_transformer.training.step.mixed_precision import build_model
+from tf_transformer.training.policies.standard import NonFiniteLossError, Progress
 from tf_transformer.training.result import TrainResult
-from tf_transformer.training.schedule import make_optimizer
+from tf_transformer.training.step.schedule import make_optimizer
 from tf_transformer.training.session import Session, WorkerLostError, write_run_config
 from tf_transformer.training.summaries import file_writer
-from tf_transformer.training.train_step import TrainStep
-from tf_transformer.training.validate_every import Validate
+from tf_transformer.training.step.train_step import TrainStep
+from tf_transformer.training.policies.validate_every import Validate
 
 __all__ = ["NonFiniteLossError", "TrainResult", "WorkerLostError", "train", "write_run_config"]
 

@@ -15,8 +15,8 @@ import tensorflow as tf
 from tf_transformer.config import ModelConfig, TrainConfig
 from tf_transformer.errors import TransformerError
 from tf_transformer.run_dir import RunDir
-from tf_transformer.training.average_last import AverageLast
-from tf_transformer.training.budget import Budget
+from tf_transformer.training.policies.average_last import AverageLast
+from tf_transformer.training.policies.budget import Budget
 from tf_transformer.training.checkpoints import StopSignal, make_checkpoint_manager
 from tf_transformer.training.distribute import (
     Workers,
@@ -24,7 +24,7 @@ from tf_transformer.training.distribute import (
     get_strategy,
     is_chief,
 )
-from tf_transformer.training.policies import (
+from tf_transformer.training.policies.standard import (
     Checkpoints,
     CoolDown,
     NonFiniteLoss,
@@ -33,7 +33,7 @@ from tf_transformer.training.policies import (
 )
 from tf_transformer.training.result import TrainResult
 from tf_transformer.training.summaries import file_writer
-from tf_transformer.training.validate_every import Validate, ValidateEvery
+from tf_transformer.training.policies.validate_every import Validate, ValidateEvery
 
 
 class WorkerLostError(RuntimeError, TransformerError):

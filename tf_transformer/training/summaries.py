@@ -2,7 +2,7 @@
 
 The training loop opens one `tf.summary.create_file_writer` per folder (`logs/train`,
 `logs/validation`) and writes inside `with writer.as_default():`; `model.fit` runs use
-`tf.keras.callbacks.TensorBoard` (see `tf_transformer.training.fit`). View both with
+`tf.keras.callbacks.TensorBoard` (see `tf_transformer.training.fit.model_fit`). View both with
 `tensorboard --logdir runs/`.
 """
 

@@ -19,8 +19,8 @@ from tf_transformer.data.pipeline import make_batches
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training.distribute import get_strategy, is_chief
 from tf_transformer.training.loop import TrainResult, train
-from tf_transformer.training.resume import apply_train_changes, resumed_configs
-from tf_transformer.training.run_lock import clear_run_dir, holding_run_lock
+from tf_transformer.training.start.resume import apply_train_changes, resumed_configs
+from tf_transformer.training.start.lock import clear_run_dir, holding_run_lock
 
 
 def epoch_batches(pairs: tf.data.Dataset, tokenizers, train_config: TrainConfig) -> Callable:
@@ -222,7 +222,7 @@ def run(
 
         validate = Validator.for_run(run, validation_pairs, tokenizers, train_config)
     if fit:
-        from tf_transformer.training.fit import fit as fit_model
+        from tf_transformer.training.fit.model_fit import fit as fit_model
 
         return fit_model(
             run,

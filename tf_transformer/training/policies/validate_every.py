@@ -9,7 +9,7 @@ import tensorflow as tf
 from tqdm.auto import tqdm
 
 from tf_transformer.training.distribute import Workers
-from tf_transformer.training.policies import Policy, Progress
+from tf_transformer.training.policies.standard import Policy, Progress
 
 if TYPE_CHECKING:
     from tf_transformer.training.validation import Evaluation

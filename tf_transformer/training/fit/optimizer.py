@@ -17,8 +17,8 @@ from __future__ import annotations
 import tensorflow as tf
 
 from tf_transformer.config import TrainConfig
-from tf_transformer.training.schedule import make_optimizer
-from tf_transformer.training.train_step import dense_gradients
+from tf_transformer.training.step.schedule import make_optimizer
+from tf_transformer.training.step.train_step import dense_gradients
 
 
 @tf.keras.utils.register_keras_serializable(package="tf_transformer")

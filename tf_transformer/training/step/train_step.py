@@ -10,7 +10,7 @@ import tensorflow as tf
 from tf_transformer.masks import create_masks
 from tf_transformer.text.special_tokens import PAD_ID
 from tf_transformer.training.distribute import distribute_batches
-from tf_transformer.training.losses import masked_correct_sum, masked_loss_sum
+from tf_transformer.training.step.losses import masked_correct_sum, masked_loss_sum
 
 IDS_SPEC = tf.TensorSpec(shape=(None, None), dtype=tf.int64)
 # ((src, tgt_in), tgt_out), as made by `tf_transformer.data.pipeline.make_batches`.
@@ -90,7 +90,7 @@ class TrainStep:
 
     Args:
       model: a built `Transformer`, created under `strategy.scope()`.
-      optimizer: from `tf_transformer.training.schedule.make_optimizer`, built on the model's
+      optimizer: from `tf_transformer.training.step.schedule.make_optimizer`, built on the model's
         variables.
       label_smoothing: ε of the loss.
       strategy: the strategy (default: the current one).

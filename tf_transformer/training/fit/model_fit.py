@@ -20,14 +20,14 @@ from tf_transformer.config import ModelConfig, TrainConfig
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training.checkpoints import restore_newest
 from tf_transformer.training.distribute import distribute_batches, num_workers
-from tf_transformer.training.fit_backup import BackupAndRestore
-from tf_transformer.training.fit_optimizer import fit_optimizer
-from tf_transformer.training.losses import MaskedAccuracy, MaskedSparseCrossEntropy
-from tf_transformer.training.mixed_precision import build_model
-from tf_transformer.training.policies import FitProgress, Progress
+from tf_transformer.training.fit.backup import BackupAndRestore
+from tf_transformer.training.fit.optimizer import fit_optimizer
+from tf_transformer.training.step.losses import MaskedAccuracy, MaskedSparseCrossEntropy
+from tf_transformer.training.step.mixed_precision import build_model
+from tf_transformer.training.policies.standard import FitProgress, Progress
 from tf_transformer.training.result import TrainResult
 from tf_transformer.training.session import Session
-from tf_transformer.training.validate_every import Validate
+from tf_transformer.training.policies.validate_every import Validate
 
 
 def compile_model(model: tf.keras.Model, train_config: TrainConfig) -> tf.keras.Model:

@@ -1,6 +1,6 @@
 """The limits of a training call (steps, minutes, epochs): the stop rules, and how much is left.
 
-Each limit is defined here once; `tf_transformer.training.policies.StopRules` stops the custom
+Each limit is defined here once; `tf_transformer.training.policies.standard.StopRules` stops the custom
 loop and `model.fit` by these rules, and `CoolDown` feeds `left` to the learning-rate cooldown.
 """
 

@@ -21,10 +21,10 @@ import numpy as np
 import tensorflow as tf
 
 from tf_transformer.errors import TransformerError
-from tf_transformer.training.budget import Budget
+from tf_transformer.training.policies.budget import Budget
 from tf_transformer.training.checkpoints import StopSignal, TrainState
 from tf_transformer.training.distribute import Workers
-from tf_transformer.training.schedule import find_cooldown
+from tf_transformer.training.step.schedule import find_cooldown
 
 
 class NonFiniteLossError(FloatingPointError, TransformerError):
