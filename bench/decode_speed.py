@@ -42,7 +42,7 @@ import tensorflow as tf
 from json_figures import add_json_flags, write_json
 
 from tf_transformer.config import get_preset
-from tf_transformer.inference.decoding import make_decode_fn
+from tf_transformer.inference.decoding.cached_decode import make_decode_fn
 from tf_transformer.model import Transformer
 
 

@@ -26,7 +26,7 @@ FORBIDDEN = {
 
 
 def _stage(module: str) -> str:
-    """`tf_transformer.inference.export` -> `inference`; `tf_transformer.model` -> `model`."""
+    """`tf_transformer.inference.serving.export` -> `inference`; `tf_transformer.model` -> `model`."""
     return module.split(".")[1] if module.count(".") else module
 
 
@@ -68,7 +68,7 @@ def test_the_walk_sees_imports_and_would_catch_a_violation(tmp_path):
     source = "def f():\n    from tf_transformer.training.loop import train\n"
     (tmp_path / "probe.py").write_text(source)
     assert "tf_transformer.training.loop" in _imports(tmp_path / "probe.py")
-    assert _stage("tf_transformer.inference.export") == "inference"
+    assert _stage("tf_transformer.inference.serving.export") == "inference"
     assert all(
         (PACKAGE / stage).exists() or (PACKAGE / f"{stage}.py").exists() for stage in FORBIDDEN
     )

@@ -10,16 +10,16 @@ from tests.test_decoding import (
     tiny_model,
     while_body_ops,
 )
-from tf_transformer.inference.beam_search import (
+from tf_transformer.inference.decoding.beam import (
     beam_search,
     gather_beams,
     gnmt_length_penalty,
     tile_beams,
     top_next_tokens,
 )
-from tf_transformer.inference.decoding import make_decode_fn, model_logits_fn
-from tf_transformer.inference.greedy import greedy_decode
-from tf_transformer.inference.search import SplitCache, next_token_log_probs
+from tf_transformer.inference.decoding.cached_decode import make_decode_fn, model_logits_fn
+from tf_transformer.inference.decoding.greedy import greedy_decode
+from tf_transformer.inference.decoding.search import SplitCache, next_token_log_probs
 
 PAD, UNK, START, END, A, B, C = range(7)
 

@@ -8,7 +8,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 
 from tests.export_helpers import tiny_export, tiny_run_dir
 from tf_transformer import cli
-from tf_transformer.inference.warmup import read_warmup_requests
+from tf_transformer.inference.serving.warmup import read_warmup_requests
 
 pytestmark = pytest.mark.slow
 

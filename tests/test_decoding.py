@@ -5,14 +5,14 @@ import pytest
 import tensorflow as tf
 
 from tf_transformer.config import get_preset
-from tf_transformer.inference.decoding import (
+from tf_transformer.inference.decoding.cached_decode import (
     make_decode_fn,
     model_logits_fn,
     pad_to_multiple,
     recompute_logits_fn,
 )
-from tf_transformer.inference.greedy import greedy_decode
-from tf_transformer.inference.search import write_column
+from tf_transformer.inference.decoding.greedy import greedy_decode
+from tf_transformer.inference.decoding.search import write_column
 from tf_transformer.model import Transformer
 
 PAD, UNK, START, END, A, B, C = range(7)

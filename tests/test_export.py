@@ -1,4 +1,4 @@
-"""Tests for tf_transformer.inference.export and graph_ops: signatures, bounded answers, loading without the
+"""Tests for tf_transformer.inference.serving.export and graph_ops: signatures, bounded answers, loading without the
 package, saved_model_cli, concurrency, version directories and the op list."""
 
 import json
@@ -19,13 +19,13 @@ from tests.export_helpers import (
     loaded_export,
     tiny_export,
 )
-from tf_transformer.inference.graph_ops import (
+from tf_transformer.inference.serving.graph_ops import (
     LONG_STANDING_TEXT_OPS,
     check_serving_ops,
     classify_ops,
     graph_ops,
 )
-from tf_transformer.inference.versions import existing_versions, next_version, write_version
+from tf_transformer.inference.serving.versions import existing_versions, next_version, write_version
 
 pytestmark = pytest.mark.slow
 VENV_BIN = Path(sys.executable).parent

@@ -1,5 +1,5 @@
 """Tests for the XLA export (`ExportModule(jit_compile=True)`) and the TF Serving warm-up requests
-that every export writes (tf_transformer.inference.warmup)."""
+that every export writes (tf_transformer.inference.serving.warmup)."""
 
 import json
 import os
@@ -20,9 +20,9 @@ from tests.export_helpers import (
     tiny_objects,
     tiny_xla_export,
 )
-from tf_transformer.inference.decoding import SRC_LENGTH_BUCKET
-from tf_transformer.inference.export import ExportModule, pad_batch
-from tf_transformer.inference.warmup import (
+from tf_transformer.inference.decoding.cached_decode import SRC_LENGTH_BUCKET
+from tf_transformer.inference.serving.export import ExportModule, pad_batch
+from tf_transformer.inference.serving.warmup import (
     MAX_RECORDS,
     WarmupRequest,
     read_warmup_requests,

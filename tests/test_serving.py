@@ -1,4 +1,4 @@
-"""Tests for tf_transformer.inference.serving: the JSON format, and the client against a real HTTP server
+"""Tests for tf_transformer.inference.serving.rest_client: the JSON format, and the client against a real HTTP server
 (tests/predict_server.py) running the exported SavedModel."""
 
 import socket
@@ -11,9 +11,9 @@ import tensorflow as tf
 from tests.export_helpers import SENTENCES, loaded_export
 from tests.predict_server import PredictServer
 from tf_transformer import cli
-from tf_transformer.inference.serving import (
+from tf_transformer.inference.serving.client import ServingError
+from tf_transformer.inference.serving.rest_client import (
     ServingClient,
-    ServingError,
     make_request,
     make_response,
     parse_request,

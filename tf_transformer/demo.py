@@ -44,7 +44,7 @@ def main() -> int:
     from tf_transformer import training
     from tf_transformer.data import load_dataset
     from tf_transformer.inference.evaluate import evaluate
-    from tf_transformer.inference.export import export_run_dir
+    from tf_transformer.inference.serving.export import export_run_dir
     from tf_transformer.inference.load import open_translator
 
     start = time.perf_counter()

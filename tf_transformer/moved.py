@@ -56,6 +56,7 @@ MOVED_NAMES: dict[str, tuple[str, ...]] = {
     f"{_P}training.fit": (f"{_P}training.fit.model_fit",),
     f"{_P}training.checkpoints": (f"{_P}training.policies.stop_signal",),
     f"{_P}training.session": (f"{_P}training.policies.assembly",),
+    f"{_P}inference.decoding": (f"{_P}inference.decoding.cached_decode",),
     f"{_P}inference.serving": (
         f"{_P}inference.serving.rest_client",
         f"{_P}inference.serving.client",

@@ -105,8 +105,8 @@ def run(args: argparse.Namespace) -> int:
     if args.warmup_batch_sizes and not args.jit_compile:
         # A graph export warms up with one request per signature: every shape runs alike.
         raise CLIError("--warmup-batch-sizes needs --jit-compile.")
-    from tf_transformer.inference.export import export_run_dir
-    from tf_transformer.inference.warmup import warmup_path
+    from tf_transformer.inference.serving.export import export_run_dir
+    from tf_transformer.inference.serving.warmup import warmup_path
 
     out = args.out or str(Path("saved_models") / DEFAULT_MODEL_NAME)
     from tf_transformer.config import DecodeConfig
@@ -180,7 +180,7 @@ def export_ctranslate2(args: argparse.Namespace) -> int:
         )
     if importlib.util.find_spec("ctranslate2") is None:
         raise CLIError("--format ctranslate2 needs CTranslate2: pip install '.[ctranslate2]'.")
-    from tf_transformer.inference.ctranslate2_export import export_ctranslate2 as convert
+    from tf_transformer.inference.serving.ctranslate2_export import export_ctranslate2 as convert
     from tf_transformer.run_dir import RunDir
 
     out = Path(args.out or Path("saved_models") / f"{Path(args.run_dir).resolve().name}-ct2")

@@ -129,7 +129,7 @@ def translate_with_server(args: argparse.Namespace) -> int:
     """`--server URL`: the sentences go to TF Serving's Predict, over REST or gRPC
     (`inference.serving`, `inference.grpc_client`)."""
     from tf_transformer.inference.load import open_translator
-    from tf_transformer.inference.serving import ServingError
+    from tf_transformer.inference.serving.client import ServingError
 
     if args.run_dir is not None:  # no run directory with --server: it is the first sentence
         args.sentences = [args.run_dir, *args.sentences]

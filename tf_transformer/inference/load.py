@@ -115,7 +115,7 @@ class SavedModelTranslator(_Exported):
     """An exported SavedModel, run in process (it needs only TensorFlow and TF Text)."""
 
     def __init__(self, version_dir: Path, changes: dict, jit_compile: bool):
-        from tf_transformer.inference.export import DECODING_FILE
+        from tf_transformer.inference.serving.export import DECODING_FILE
 
         recorded = version_dir / DECODING_FILE
         exported = json.loads(recorded.read_text()) if recorded.is_file() else None
@@ -143,7 +143,7 @@ class SavedModelTranslator(_Exported):
 
 
 class ServerTranslator(_Exported):
-    """A model served by TF Serving over REST or gRPC (`tf_transformer.inference.serving`)."""
+    """A model served by TF Serving over REST or gRPC (`tf_transformer.inference.serving.rest_client`)."""
 
     def __init__(self, url: str, model_name: str, changes: dict, batch_size: int):
         super().__init__(f"the served model {model_name!r}", None, changes, jit_compile=False)

@@ -8,7 +8,7 @@ from typing import Any
 import tensorflow as tf
 
 from tf_transformer.config import DecodeConfig
-from tf_transformer.inference.decoding import make_decode_fn
+from tf_transformer.inference.decoding.cached_decode import make_decode_fn
 from tf_transformer.text.special_tokens import END_ID, START_ID
 
 STRINGS = tf.TensorSpec([None], tf.string)

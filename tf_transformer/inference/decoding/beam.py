@@ -1,6 +1,6 @@
 """Beam search with the GNMT length penalty over the `logits_fn(ids, step, cache)` seam.
 
-See `tf_transformer.inference.search` for the seam and the conventions (START first, PAD after END,
+See `tf_transformer.inference.decoding.search` for the seam and the conventions (START first, PAD after END,
 `lengths` count END). Candidates are ranked by the length-normalised score
 `log_probs / ((5 + length) / 6) ** length_penalty` (Wu et al. 2016, "Google's Neural Machine
 Translation System", eq. 14). A finished beam only continues with PAD at no cost, so it keeps
@@ -16,7 +16,7 @@ from typing import Any
 import tensorflow as tf
 
 from tf_transformer.config import DecodeConfig
-from tf_transformer.inference.search import (
+from tf_transformer.inference.decoding.search import (
     DecodeOutput,
     LogitsFn,
     SplitCache,

@@ -1,4 +1,5 @@
-"""A REST client for a TF Serving model exported by `tf_transformer.inference.export`, and its JSON format.
+"""A REST client for a TF Serving model exported by `inference.serving.export`, and its JSON
+format.
 
 The JSON of TF Serving's `:predict` endpoint lives here, in one place, for the client and for
 the test server (``tests/predict_server.py``)::
@@ -25,39 +26,15 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import requests
-from typing_extensions import Self  # typing.Self needs Python 3.11
-
-from tf_transformer.errors import TransformerError
+from tf_transformer.inference.serving.client import BatchingClient, ServingError
 
 INPUT_NAME = "sentences"
 OUTPUT_NAMES = ("translations", "scores", "tokens")
 FORMS = ("instances", "inputs")
-
-
-class ServingError(TransformerError):
-    """Any failure talking to the model server: unreachable, timed out, or an error answer.
-
-    Attributes:
-        status: the HTTP status of a non-200 REST answer, else None.
-        code: the gRPC status name of a failed gRPC call (e.g. "NOT_FOUND"), else None.
-        message: the server's error text (or a description of the failure).
-    """
-
-    def __init__(self, message: str, status: int | None = None, code: str | None = None):
-        prefix = f"HTTP {status}: " if status is not None else f"gRPC {code}: " if code else ""
-        super().__init__(prefix + message)
-        self.status = status
-        self.code = code
-        self.message = message
-
-    @property
-    def not_found(self) -> bool:
-        """The server does not know the model or version (REST 404, gRPC NOT_FOUND)."""
-        return self.status == 404 or self.code == "NOT_FOUND"
 
 
 def predict_path(model_name: str, version: int | None = None) -> str:
@@ -175,73 +152,11 @@ def _to_json(value: Any) -> Any:
     return value
 
 
-def _batches(items: Sequence[str], size: int) -> Iterable[Sequence[str]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
-class BatchingClient:
-    """What the REST and gRPC clients share: the model they ask for, and batching.
-
-    A subclass sends one batch with `_predict_batch(sentences) -> rows`.
-
-    Args:
-        model_name: the served model's name (`--model_name` of the server).
-        version: a fixed model version; None for the server's latest.
-        signature: `serving_default` (beam search) or `greedy`.
-        timeout: seconds to wait for each request.
-        batch_size: sentences per request.
-    """
-
-    def __init__(
-        self,
-        model_name: str,
-        *,
-        version: int | None = None,
-        signature: str = "serving_default",
-        timeout: float = 30.0,
-        batch_size: int = 32,
-    ):
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be positive, got {batch_size}.")
-        self.model_name = model_name
-        self.version = version
-        self.signature = signature
-        self.timeout = timeout
-        self.batch_size = batch_size
-
-    def predict(self, sentences: Sequence[str]) -> list[dict[str, Any]]:
-        """All outputs (`translations`, `scores`, `tokens`), one dict per sentence."""
-        sentences = list(sentences)
-        rows: list[dict[str, Any]] = []
-        for batch in _batches(sentences, self.batch_size):
-            rows.extend(self._predict_batch(batch))
-        if len(rows) != len(sentences):
-            raise ServingError(f"Asked for {len(sentences)} translations, got {len(rows)}.")
-        return rows
-
-    def translate(self, sentences: Sequence[str]) -> list[str]:
-        """English translations of Portuguese `sentences`, in order."""
-        return [row["translations"] for row in self.predict(sentences)]
-
-    def _predict_batch(self, sentences: Sequence[str]) -> list[dict[str, Any]]:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        """Releases what the client opened (nothing, unless a subclass says otherwise)."""
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
 class ServingClient(BatchingClient):
     """Translates through TF Serving's REST API (`:predict`), in batches.
 
-    For gRPC (``grpc://host:8500``) see `tf_transformer.inference.grpc_client`; `serving_client`
-    picks by the URL's scheme.
+    For gRPC (``grpc://host:8500``) see `tf_transformer.inference.serving.grpc_client`;
+    `tf_transformer.inference.serving.serving_client` picks by the URL's scheme.
 
     Args:
         url: the server's base URL, e.g. ``http://localhost:8501``.
@@ -316,13 +231,3 @@ def _reason(error: BaseException) -> str:
     text = str(error)
     match = re.search(r"\[Errno -?\d+\][^'\")]*", text)
     return match.group(0).strip() if match else text[:300]
-
-
-def serving_client(url: str, model_name: str, **settings) -> BatchingClient:
-    """A client for TF Serving at `url`: gRPC for ``grpc://host:8500``, else REST
-    (``http://host:8501``). `settings` are the clients' keyword arguments."""
-    if url.startswith("grpc://"):
-        from tf_transformer.inference.grpc_client import GrpcServingClient
-
-        return GrpcServingClient(url, model_name, **settings)
-    return ServingClient(url, model_name, **settings)

@@ -86,9 +86,9 @@ import numpy as np
 import tensorflow as tf
 
 from tf_transformer.config import DecodeConfig
-from tf_transformer.inference.decoding import SRC_LENGTH_BUCKET
-from tf_transformer.inference.versions import check_version, write_version
-from tf_transformer.inference.warmup import (
+from tf_transformer.inference.decoding.cached_decode import SRC_LENGTH_BUCKET
+from tf_transformer.inference.serving.versions import check_version, write_version
+from tf_transformer.inference.serving.warmup import (
     WarmupRequest,
     sentence_of_length,
     write_warmup_requests,
@@ -291,7 +291,7 @@ class ExportModule(tf.Module):
         def save(path: str) -> None:
             self.save(path)
             if check_ops:
-                from tf_transformer.inference.graph_ops import check_serving_ops
+                from tf_transformer.inference.serving.graph_ops import check_serving_ops
 
                 check_serving_ops(path)
             write_warmup_requests(path, Path(base_dir).name, self.warmup_requests())

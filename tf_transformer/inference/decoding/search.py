@@ -23,7 +23,7 @@ The cache is either
   sentence (it was built for `beam_size`; see `decoding.model_logits_fn`) and must be driven
   with that many.
 
-`tf_transformer.inference.decoding` builds the function from a `Transformer`.
+`tf_transformer.inference.decoding.cached_decode` builds the function from a `Transformer`.
 
 Everything is built for `tf.function`: one `tf.while_loop` that stops when every sequence has
 emitted END, a fixed-size `(batch, max_new_tokens + 1)` id buffer written one column per step,

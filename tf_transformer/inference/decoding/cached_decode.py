@@ -13,9 +13,9 @@ from typing import Any
 import tensorflow as tf
 
 from tf_transformer.config import DecodeConfig
-from tf_transformer.inference.beam_search import beam_search
-from tf_transformer.inference.greedy import greedy_decode
-from tf_transformer.inference.search import (
+from tf_transformer.inference.decoding.beam import beam_search
+from tf_transformer.inference.decoding.greedy import greedy_decode
+from tf_transformer.inference.decoding.search import (
     DecodeOutput,
     LogitsFn,
     SplitCache,

@@ -6,7 +6,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from tf_transformer.inference.search import (
+from tf_transformer.inference.decoding.search import (
     DecodeOutput,
     LogitsFn,
     next_token_log_probs,

@@ -2,7 +2,7 @@
 
 It speaks TF Serving's own protos from `tensorflow-serving-api` (`predict_pb2`,
 `prediction_service_pb2_grpc`) and answers like the REST client
-(`tf_transformer.inference.serving.ServingClient`): one dict of outputs per sentence,
+(`tf_transformer.inference.serving.rest_client.ServingClient`): one dict of outputs per sentence,
 `translations` as text. A request is a `PredictRequest` whose input `sentences` is a 1-D string
 tensor; the answer's `outputs` hold `translations`, `scores` and `tokens`.
 
@@ -21,12 +21,8 @@ import grpc
 import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
-from tf_transformer.inference.serving import (
-    INPUT_NAME,
-    BatchingClient,
-    ServingError,
-    make_response,
-)
+from tf_transformer.inference.serving.client import BatchingClient, ServingError
+from tf_transformer.inference.serving.rest_client import INPUT_NAME, make_response
 
 SCHEME = "grpc://"
 # Beam search answers carry every beam's tokens; gRPC's default 4 MB cap is too small for
