@@ -131,6 +131,7 @@ def configs(args):
 def train_within_budget(args, root: Path) -> None:
     """Builds tokenizers (or reloads them) and trains until the budget is spent."""
     from tf_transformer import training
+    from tf_transformer.training.start.inputs import prepare_tokenizers
     from tf_transformer.config import DataConfig
     from tf_transformer.data.sources import pairs_to_dataset
     from tf_transformer.run_dir import RunDir
@@ -158,7 +159,7 @@ def train_within_budget(args, root: Path) -> None:
         if run.tokenizers_path.is_dir():  # left by a run that stopped before training
             print(f"reusing the tokenizers in {run.tokenizers_path}")
         # Built here to time them apart; `training.run` then reuses them from the run dir.
-        training.runner.prepare_tokenizers(run, pairs, data, train_config)
+        prepare_tokenizers(run, pairs, data, train_config)
         record["tokenizer_minutes"] = (time.monotonic() - started) / 60
         print(f"tokenizers: {record['tokenizer_minutes']:.2f} min (outside the training budget)")
         budget_path.parent.mkdir(parents=True, exist_ok=True)

@@ -50,7 +50,7 @@ from tf_transformer.config import ModelConfig, TrainConfig, get_preset
 from tf_transformer.data.pipeline import make_batches, padded_batches
 from tf_transformer.model import Transformer
 from tf_transformer.text.tokenizers import build_tokenizers
-from tf_transformer.training.step.mixed_precision import build_model
+from tf_transformer.training.step.build import build_model
 from tf_transformer.training.step.schedule import make_optimizer
 from tf_transformer.training.step.train_step import TrainStep
 

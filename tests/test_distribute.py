@@ -18,7 +18,8 @@ from tf_transformer.training.distribute import (
     is_chief,
     replica_batches,
 )
-from tf_transformer.training.step.mixed_precision import build_model, policy_name
+from tf_transformer.training.step.build import build_model
+from tf_transformer.training.step.mixed_precision import policy_name
 from tf_transformer.training.step.schedule import make_optimizer
 from tf_transformer.training.step.train_step import TrainStep
 
@@ -55,7 +56,7 @@ for name, accumulate in (("default", 2), ("mirrored", 1)):
                  "fit": history.history["loss"], "fit_steps": int(model.optimizer.iterations.numpy()),
                  "fit_weights": [w.numpy().tolist() for w in model.trainable_variables]}
 # Batches of every length share one trace of each step (the distributed dataset's spec).
-from tf_transformer.training.step.mixed_precision import build_model
+from tf_transformer.training.step.build import build_model
 from tf_transformer.training.step.schedule import make_optimizer
 from tf_transformer.training.step.train_step import TrainStep
 with strategy.scope():

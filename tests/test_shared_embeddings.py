@@ -14,7 +14,7 @@ from tf_transformer.config import DataConfig, TrainConfig, get_preset
 from tf_transformer.data.sample import sample_pairs
 from tf_transformer.run_dir import RunDir
 from tf_transformer.text.tokenizers import RESERVED_TOKENS, Tokenizers, write_vocab
-from tf_transformer.training.start.entry import check_shared_embeddings
+from tf_transformer.training.start.inputs import check_shared_embeddings
 
 SENTENCES = ["o gato está na mesa .", "eu gosto de livros ."]
 MODEL = get_preset("tiny").replace(share_embeddings=True)

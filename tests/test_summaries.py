@@ -4,7 +4,7 @@ import tensorflow as tf
 from tensorboard.backend.event_processing.plugin_event_accumulator import EventAccumulator
 
 from tf_transformer.training.fit.model_fit import make_callbacks
-from tf_transformer.training.summaries import write_scalar
+from tf_transformer.training.logs import write_scalar
 
 
 def read_scalars(log_dir) -> dict[str, list[tuple[int, float]]]:

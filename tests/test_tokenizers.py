@@ -324,7 +324,7 @@ def test_vocab_min_count_reaches_the_learner_and_bounds_a_small_corpus_vocabular
     from tf_transformer.config import DataConfig, TrainConfig
     from tf_transformer.data.sample import sample_pairs
     from tf_transformer.run_dir import RunDir
-    from tf_transformer.training.start.entry import prepare_tokenizers
+    from tf_transformer.training.start.inputs import prepare_tokenizers
 
     pairs = _dataset(sample_pairs("train")[:400])
     sizes = {}

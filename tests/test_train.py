@@ -17,7 +17,7 @@ import tensorflow as tf
 from tf_transformer.config import TrainConfig, get_preset
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training.loop import NonFiniteLossError, train
-from tf_transformer.training.step.mixed_precision import build_model
+from tf_transformer.training.step.build import build_model
 from tf_transformer.training.step.schedule import make_optimizer
 from tf_transformer.training.step.train_step import TrainStep
 

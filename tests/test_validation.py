@@ -21,7 +21,7 @@ from tf_transformer.run_dir import RunDir
 from tf_transformer.training import budget
 from tf_transformer.training.fit.model_fit import fit
 from tf_transformer.training.loop import train
-from tf_transformer.training.step.mixed_precision import build_model
+from tf_transformer.training.step.build import build_model
 from tf_transformer.training.validation import BestCheckpoint, Evaluation, Validator
 from tf_transformer.weights import model_checkpoint
 

@@ -9,7 +9,7 @@ from tf_transformer.commands.train import configs_from_args
 from tf_transformer.config import TrainConfig
 from tf_transformer.data.concatenation import add_concatenations
 from tf_transformer.text.tokenizers import build_tokenizers
-from tf_transformer.training.start.entry import epoch_batches
+from tf_transformer.training.start.inputs import epoch_batches
 
 SOURCES = [f"fonte {i}." for i in range(40)]
 TARGETS = [f"target {i}." for i in range(40)]

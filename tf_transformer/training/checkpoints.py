@@ -1,19 +1,16 @@
 """Training checkpoints: the tracked state, saving that never names a torn checkpoint,
-resuming from the newest whole one, stop-on-signal, and averaging the last N."""
+resuming from the newest whole one, and averaging the last N."""
 
 from __future__ import annotations
 
 import copy
 import os
 import shutil
-import signal
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
-from typing_extensions import Self  # typing.Self needs Python 3.11
 
 from tf_transformer.atomic_files import WriteError, reason, write_errors
 from tf_transformer.checkpoint_files import (
@@ -164,44 +161,6 @@ def make_checkpoint_manager(
     )
 
 
-class StopSignal:
-    """A context manager that turns SIGINT/SIGTERM into a flag the training loop polls.
-
-    The loop finishes its step, saves a checkpoint and returns. A second signal of the same
-    kind gets the previous handler (Ctrl-C twice still interrupts). Outside the main thread
-    (where handlers cannot be installed) it does nothing.
-
-    Example:
-      >>> with StopSignal() as stop:
-      ...     while not stop.requested: ...
-    """
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self):
-        self.requested: str | None = None
-        self._previous: dict[int, object] = {}
-
-    def _handle(self, signum, frame):
-        if self.requested:
-            previous = self._previous.get(signum)
-            if callable(previous):
-                previous(signum, frame)
-            return
-        self.requested = signal.Signals(signum).name
-
-    def __enter__(self) -> Self:
-        if threading.current_thread() is threading.main_thread():
-            for signum in self.SIGNALS:
-                self._previous[signum] = signal.signal(signum, self._handle)
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        for signum, previous in self._previous.items():
-            signal.signal(signum, previous)
-        self._previous.clear()
-
-
 def average_checkpoints(
     checkpoint_paths: Sequence[str],
     model_fn: Callable[[], tf.keras.Model],
@@ -239,3 +198,10 @@ def average_checkpoints(
     # A new number each time: the previous average stays until this one is whole.
     numbers = [checkpoint_number(p) for p in checkpoint_candidates(output_dir)]
     return save_model_checkpoint(model, output_dir, max(numbers, default=0) + 1)
+
+
+def __getattr__(name: str):
+    # `StopSignal` moved to `training.policies.stop_signal`.
+    from tf_transformer.moved import moved_name
+
+    return moved_name(__name__, name)

@@ -1,7 +1,11 @@
-"""The custom loop's logging callbacks: TensorBoard scalars, the progress bar, `on_step`.
+"""What training logs: TensorBoard scalars, the custom loop's progress bar and `on_step`.
 
-`model.fit` has Keras' own (`TensorBoard`, its progress bar); the loop's steps return token sums
-(see `TrainStep`), from which these log token means and the token rate.
+TensorBoard scalars go through TensorBoard's own `tf.summary` API (the `tensorboard` package):
+the training loop opens one `tf.summary.create_file_writer` per folder (`logs/train`,
+`logs/validation`, `file_writer`) and writes inside `with writer.as_default():`; `model.fit`
+runs use `tf.keras.callbacks.TensorBoard` (see `tf_transformer.training.fit.model_fit`) and
+Keras' progress bar. View both with `tensorboard --logdir runs/`. The loop's steps return token
+sums (see `TrainStep`), from which the callbacks here log token means and the token rate.
 """
 
 from __future__ import annotations
@@ -13,7 +17,19 @@ import tensorflow as tf
 from tqdm.auto import tqdm
 
 from tf_transformer.training.policies.standard import Policy, Progress
-from tf_transformer.training.summaries import write_scalar
+
+
+def write_scalar(name: str, value: float, step: int) -> None:
+    """Writes one scalar to the default `tf.summary` writer with `tf.summary.scalar`."""
+    tf.summary.scalar(name, value, step=step)
+
+
+def file_writer(log_dir, *, chief: bool = True):
+    """A `tf.summary` file writer for `log_dir`; a no-op writer on a worker other than the chief
+    (only the chief writes the run directory)."""
+    if not chief:
+        return tf.summary.create_noop_writer()
+    return tf.summary.create_file_writer(str(log_dir))
 
 
 class Totals:

@@ -23,7 +23,7 @@ from tf_transformer.training.distribute import distribute_batches, num_workers
 from tf_transformer.training.fit.backup import BackupAndRestore
 from tf_transformer.training.fit.optimizer import fit_optimizer
 from tf_transformer.training.step.losses import MaskedAccuracy, MaskedSparseCrossEntropy
-from tf_transformer.training.step.mixed_precision import build_model
+from tf_transformer.training.step.build import build_model
 from tf_transformer.training.policies.standard import FitProgress, Progress
 from tf_transformer.training.result import TrainResult
 from tf_transformer.training.session import Session

@@ -22,7 +22,8 @@ import tensorflow as tf
 
 from tf_transformer.errors import TransformerError
 from tf_transformer.training.policies.budget import Budget
-from tf_transformer.training.checkpoints import StopSignal, TrainState
+from tf_transformer.training.checkpoints import TrainState
+from tf_transformer.training.policies.stop_signal import StopSignal
 from tf_transformer.training.distribute import Workers
 from tf_transformer.training.step.schedule import find_cooldown
 
