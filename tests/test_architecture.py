@@ -1,11 +1,17 @@
-"""The package's layering: what each stage may import, read from the source (no imports run)."""
+"""The package's shape, read from the source (no imports run): what each stage may import, no
+import cycles, modules under 300 lines, folders of at most 12 modules, no old module paths."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "tf_transformer"
+from tf_transformer.moved import MOVED_MODULES
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "tf_transformer"
+MAX_LINES = 300
+MAX_MODULES = 12  # per folder, its __init__.py included
 
 # Stage -> the stages it must never import. Data flows one way: text -> ids -> model ->
 # decoding -> text; the serving side (inference) imports nothing from training, and the layers
@@ -30,8 +36,9 @@ def _stage(module: str) -> str:
     return module.split(".")[1] if module.count(".") else module
 
 
-def _imports(path: Path) -> set[str]:
-    """Every `tf_transformer...` module a file imports, at any depth (lazy imports included)."""
+def _imports(path: Path, prefix: str = "tf_transformer.") -> set[str]:
+    """Every `tf_transformer...` name a file imports, at any depth (lazy imports included):
+    each module, and each `module.name` of a `from module import name`."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
@@ -39,11 +46,11 @@ def _imports(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.add(node.module)
             found.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return {name for name in found if name.startswith("tf_transformer.")}
+    return {name for name in found if name.startswith(prefix)}
 
 
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+def _module_name(path: Path, root: Path = PACKAGE.parent) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -80,3 +87,116 @@ def test_the_inference_side_reads_runs_and_special_tokens_but_not_the_trainer():
     for path in (PACKAGE / "inference").rglob("*.py"):
         imported |= _imports(path)
     assert {"tf_transformer.run_dir", "tf_transformer.text.special_tokens"} <= imported
+
+
+def import_graph(root: Path, package: str) -> dict[str, set[str]]:
+    """Module -> the modules of `package` (a folder under `root`) it imports, at any depth.
+
+    `from a.b import c` is an edge to `a.b.c` when that is a module, else to `a.b` (the module
+    that defines `c`). A module's implicit import of its parent packages is not an edge.
+    """
+    paths = sorted((root / package).rglob("*.py"))
+    modules = {_module_name(path, root) for path in paths}
+
+    def defining_module(name: str) -> str:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name
+
+    graph = {}
+    for path in paths:
+        names = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    name = f"{node.module}.{alias.name}"
+                    names.add(name if name in modules else node.module)
+        edges = {defining_module(n) for n in names if n.startswith(package + ".") or n == package}
+        module = _module_name(path, root)
+        graph[module] = edges - {module, ""}
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(graph.get(node, ())):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                other = stack.pop()
+                on_stack.discard(other)
+                component.append(other)
+                if other == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return cycles
+
+
+def test_no_import_cycles():
+    assert import_cycles(import_graph(PACKAGE.parent, "tf_transformer")) == []
+
+
+def test_the_cycle_check_finds_a_cycle_through_a_lazy_import(tmp_path):
+    # The shape serving.py <-> grpc_client.py had: one side imports the other inside a function.
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "rest.py").write_text("def client():\n    from pkg.grpc import Client\n")
+    (package / "grpc.py").write_text("from pkg.rest import client\n")
+    (package / "base.py").write_text("import pkg.rest\n")
+    graph = import_graph(tmp_path, "pkg")
+    assert graph["pkg.rest"] == {"pkg.grpc"} and graph["pkg.base"] == {"pkg.rest"}
+    assert import_cycles(graph) == [["pkg.grpc", "pkg.rest"]]
+    (package / "grpc.py").write_text("")
+    assert import_cycles(import_graph(tmp_path, "pkg")) == []
+
+
+def test_no_module_is_over_300_lines():
+    long = {
+        str(path.relative_to(REPO)): lines
+        for path in PACKAGE.rglob("*.py")
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert long == {}
+
+
+def test_no_folder_holds_more_than_12_modules():
+    folders = {path.parent for path in PACKAGE.rglob("*.py")}
+    crowded = {
+        str(folder.relative_to(REPO)): count
+        for folder in folders
+        if (count := len(list(folder.glob("*.py")))) > MAX_MODULES
+    }
+    assert crowded == {}
+    assert len(folders) > 5 and len(list((PACKAGE / "training").rglob("*.py"))) > MAX_MODULES
+
+
+def test_nothing_imports_a_moved_module_by_its_old_path():
+    # The old paths still work for users (tests/test_moved.py); the project uses the new ones.
+    old = set(MOVED_MODULES)
+    users = [*PACKAGE.rglob("*.py"), *(REPO / "tests").rglob("*.py"), *(REPO / "bench").glob("*.py")]
+    found = {
+        f"{path.relative_to(REPO)} imports {name}"
+        for path in users
+        for name in _imports(path)
+        if name in old or name.rpartition(".")[0] in old
+    }
+    assert found == set()

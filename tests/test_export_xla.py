@@ -21,7 +21,8 @@ from tests.export_helpers import (
     tiny_xla_export,
 )
 from tf_transformer.inference.decoding.cached_decode import SRC_LENGTH_BUCKET
-from tf_transformer.inference.serving.export import ExportModule, pad_batch
+from tf_transformer.inference.serving.export import ExportModule
+from tf_transformer.inference.serving.signatures import pad_batch
 from tf_transformer.inference.serving.warmup import (
     MAX_RECORDS,
     WarmupRequest,

@@ -185,8 +185,33 @@ class Translator(tf.Module):
         texts = self.translate(sentences, **kwargs)["text"].numpy()
         return [text.decode("utf-8") for text in texts]
 
+    def attention_tensors(self, sentences: tf.Tensor, ids: tf.Tensor) -> dict[str, tf.Tensor]:
+        """Cross-attention of one translation, as tensors (eagerly or in a graph, such as the
+        export's `attention` signature): the model re-run on (source, generated ids).
+
+        Args:
+          sentences: `tf.string` `(1,)`.
+          ids: int64 `(1, len)` the translation's ids (START first, PAD after END).
+
+        Returns:
+          `"attention_weights"` float32 `(heads, tgt_len, src_len)` (the last decoder layer's
+          cross-attention), `"source_tokens"` and `"target_tokens"` (the wordpieces labelling
+          its axes: row `t` is the query that produced `target_tokens[t]`), and `"tokens"` int64
+          `(tgt_len + 1,)`, START to END.
+        """
+        src = self.source_ids(sentences)
+        generated = tf.reduce_sum(tf.cast(ids[0, 1:] > 0, tf.int32))  # END included
+        decoder_in = ids[:, : tf.maximum(generated, 1)]  # START and every token but the last
+        _, weights = self.model.call_with_attention((src, decoder_in), training=False)
+        return {
+            "tokens": ids[0, : generated + 1],
+            "source_tokens": self.tokenizers.source.lookup(src)[0],
+            "target_tokens": self.tokenizers.target.lookup(ids[:, 1 : generated + 1])[0],
+            "attention_weights": weights["cross"][-1][0],
+        }
+
     def attention(self, sentence: tf.Tensor, ids: tf.Tensor) -> dict[str, Any]:
-        """Cross-attention of one translation: re-runs the model on (source, generated ids).
+        """Cross-attention of one translation (`attention_tensors`), for Python.
 
         Args:
           sentence: `tf.string` `(1,)`.
@@ -196,14 +221,9 @@ class Translator(tf.Module):
           `{"attention": (heads, tgt_len, src_len), "src_tokens": [...], "tgt_tokens": [...]}`;
           row `t` is the query that produced `tgt_tokens[t]`.
         """
-        src = self.source_ids(sentence)
-        generated = int(tf.reduce_sum(tf.cast(ids[0, 1:] > 0, tf.int32)))
-        decoder_in = ids[:, : max(generated, 1)]  # START and every token but the last
-        _, weights = self.model.call_with_attention((src, decoder_in))
-        src_tokens = self.tokenizers.source.lookup(src)[0].numpy()
-        tgt_tokens = self.tokenizers.target.lookup(ids[:, 1 : generated + 1])[0].numpy()
+        out = self.attention_tensors(sentence, ids)
         return {
-            "attention": weights["cross"][-1][0],
-            "src_tokens": [token.decode("utf-8") for token in src_tokens],
-            "tgt_tokens": [token.decode("utf-8") for token in tgt_tokens],
+            "attention": out["attention_weights"],
+            "src_tokens": [token.decode("utf-8") for token in out["source_tokens"].numpy()],
+            "tgt_tokens": [token.decode("utf-8") for token in out["target_tokens"].numpy()],
         }

@@ -1,74 +1,11 @@
-r"""SavedModel export for TF Serving: text in, text out, no training code.
+"""SavedModel export for TF Serving: text in, text out, no training code.
 
-Layout (TF Serving's model base path; versions are positive integers, the server serves the
-highest)::
-
-    saved_models/NAME/
-      1/  saved_model.pb  variables/  assets/source.pt.vocab  assets/target.en.vocab
-          assets.extra/tf_serving_warmup_requests
-      2/  ...
-
-A version is written into a hidden sibling (``.tmp-2-XXXX``, which TF Serving ignores) and
-renamed into place when complete, so a crash never leaves a half-written version; an existing
-version is never overwritten.
-
-Signatures (tag set ``serve``):
-
-``serving_default`` (beam search, the export's `beam_size` and `length_penalty`) and ``greedy``:
-    inputs:  ``sentences``  string ``[None]``: source-language sentences (raw text).
-    outputs: ``translations`` string ``[None]``: target-language text (detokenized);
-             ``scores`` float32 ``[None]``: beam search: length-normalised log-probability,
-             greedy: the log-probability of the translation;
-             ``tokens`` int64 ``[None, None]``: target ids, START (2) first, END (3) last, PAD (0)
-             after END; at most ``max_new_tokens + 1`` columns.
-
-``attention`` (one sentence, decoded like ``serving_default``):
-    inputs:  ``sentence`` string ``[]``.
-    outputs: ``translation`` string ``[]``; ``tokens`` int64 ``[None]`` (START … END);
-             ``source_tokens`` string ``[src_len]`` (the wordpieces, [START] … [END]);
-             ``target_tokens`` string ``[tgt_len]`` (the wordpieces after [START]: the tokens
-             each attention row predicts, [END] last when decoding ended);
-             ``attention_weights`` float32 ``[heads, tgt_len, src_len]``: the last decoder
-             layer's cross-attention, teacher-forced on ``tokens``.
-
-XLA (``jit_compile=True``): the encoder and the decoding loop of beam search (``serving_default``
-and ``attention``) and of greedy decoding are one XLA cluster each (``_XlaMustCompile`` on the
-function in the saved graph), compiled once per input shape. The shapes are bounded: the
-source is padded to a multiple of ``SRC_LENGTH_BUCKET`` tokens (`make_decode_fn`), and the batch
-to the next power of two (`pad_batch`; sliced off the outputs), so ``max_source_tokens`` 128 gives 8
-source buckets and batches of 1-32 sentences 6 batch buckets. TF Serving runs such a model only
-with ``--xla_cpu_compilation_enabled=true`` on CPU; without it every XLA compilation fails
-("XLA compilation disabled"), and so does the load, at its warm-up. Without ``jit_compile`` the
-graph is run op by op, every shape alike (no padding).
-
-Warm-up (`warmup`): every export writes TF Serving warm-up requests. An XLA export gets one per
-signature, source bucket and batch bucket up to ``warmup_batch_sizes`` (so the server compiles
-every shape it will usually see while loading the version); a graph export gets one request per
-signature (one run optimises the graph for all shapes).
-
-Sources are cut to `max_source_tokens` tokens (keeping [END]) and at most `max_new_tokens` tokens
-are generated, so any text gives a bounded answer; an empty batch gives empty outputs, an empty
-sentence an empty translation. A non-string or wrongly shaped input is refused (a dtype error,
-or EnsureShape's "Shape of tensor sentences [1,2] is not compatible with expected shape [?]"). The SavedModel needs only ``tensorflow`` and ``tensorflow_text``
-to load (``import tensorflow_text`` registers the tokenizer ops; see `graph_ops` for the list
-and for TF Serving compatibility).
-
-``saved_model_cli`` (``show --dir DIR --all`` works as is) cannot ``run`` the model out of
-the box: it loads the graph without importing ``tensorflow_text``, and fails with "Op type not
-registered 'NormalizeUTF8'". Two ways that work: put the TF Text libraries in a
-``tensorflow-plugins`` folder under a path containing ``site-packages`` (``import tensorflow``
-loads every shared object there)::
-
-    ops=$(python -c "import os, tensorflow_text as t; print(os.path.dirname(t.__file__))")
-    mkdir -p /tmp/tftext/site-packages/tensorflow-plugins
-    ln -s "$ops"/python/ops/_*.so /tmp/tftext/site-packages/tensorflow-plugins/
-    PYTHONPATH=/tmp/tftext/site-packages saved_model_cli run --dir saved_models/NAME/1 \
-        --tag_set serve --signature_def serving_default --input_exprs 'sentences=["olá ."]'
-
-or call its entry point after importing TF Text::
-
-    python -c "import sys, tensorflow_text; from tensorflow.python.tools.saved_model_cli import
-    main; sys.argv[0] = 'saved_model_cli'; sys.exit(main())" run --dir ...  (one line)
+`export_run_dir` (the CLI's `export`) and `export_saved_model` write one numbered version of
+TF Serving's model base path (`versions`), atomically, with its warm-up requests (`warmup`);
+`ExportModule` is what gets saved: the tokenizers, the model's variables, and the Translator's
+decoding functions behind three signatures (`serving_default`, `greedy`, `attention`), in graph
+mode or XLA. The manual (layout, signatures and their outputs, XLA's bounded shapes, warm-up,
+`saved_model_cli`) is docs/serving.md.
 
 Example:
     >>> path = export_run_dir("runs/tiny", "saved_models/transformer")
@@ -82,15 +19,21 @@ import json
 import types
 from pathlib import Path
 
-import numpy as np
 import tensorflow as tf
 
 from tf_transformer.config import DecodeConfig
 from tf_transformer.inference.decoding.cached_decode import SRC_LENGTH_BUCKET
+from tf_transformer.inference.serving.signatures import (
+    SENTENCE,
+    SENTENCES,
+    batch_outputs,
+    pad_batch,
+    tf_variable,
+)
 from tf_transformer.inference.serving.versions import check_version, write_version
 from tf_transformer.inference.serving.warmup import (
     WarmupRequest,
-    sentence_of_length,
+    signature_requests,
     write_warmup_requests,
 )
 
@@ -100,8 +43,6 @@ DECODING_FILE = "assets.extra/tf_transformer_decoding.json"
 # Batch sizes an XLA export's warm-up compiles (each source bucket, serving_default and greedy);
 # a request of another size is padded to the next power of two, compiled on first use if above.
 DEFAULT_WARMUP_BATCH_SIZES = (1, 2, 4, 8, 16, 32)
-SENTENCES = tf.TensorSpec([None], tf.string, name="sentences")
-SENTENCE = tf.TensorSpec([], tf.string, name="sentence")
 
 
 class ExportModule(tf.Module):
@@ -115,7 +56,7 @@ class ExportModule(tf.Module):
             caps `max_source_tokens` / `max_new_tokens`.
         beam_size, length_penalty, max_source_tokens, max_new_tokens: shorthands overriding
             the `config` fields of those names.
-        jit_compile: decode with XLA (see the module docstring); False: graph mode.
+        jit_compile: decode with XLA (docs/serving.md); False: graph mode.
         warmup_batch_sizes: batch sizes (powers of two) the warm-up requests of an XLA export
             cover, each with every source bucket.
     """
@@ -159,7 +100,7 @@ class ExportModule(tf.Module):
         # The tf.Variables inside the Keras 3 variables: a tracked Keras variable is exported as
         # a copy that the graph-mode loaders (TF Serving, saved_model_cli) never restore
         # ("Could not find variable ..."); tf.saved_model.load alone would not notice.
-        self.model_variables = [_tf_variable(v) for v in model.variables]
+        self.model_variables = [tf_variable(v) for v in model.variables]
         self.config = translator.config
         self.beam_size = translator.beam_size
         self.length_penalty = translator.length_penalty
@@ -182,11 +123,11 @@ class ExportModule(tf.Module):
 
     def _serve(self, sentences: tf.Tensor) -> dict[str, tf.Tensor]:
         sentences = tf.ensure_shape(sentences, [None])
-        return _batch_outputs(self._translate_fn(self.beam_size), sentences)
+        return batch_outputs(self._translate_fn(self.beam_size), sentences)
 
     def _greedy(self, sentences: tf.Tensor) -> dict[str, tf.Tensor]:
         sentences = tf.ensure_shape(sentences, [None])
-        return _batch_outputs(self._translate_fn(1), sentences)
+        return batch_outputs(self._translate_fn(1), sentences)
 
     def _translate_fn(self, beam_size: int):
         """The Translator's function; under XLA, on a batch padded to a power of two."""
@@ -205,24 +146,16 @@ class ExportModule(tf.Module):
     def _attention(self, sentence: tf.Tensor) -> dict[str, tf.Tensor]:
         sentences = tf.ensure_shape(sentence, [])[tf.newaxis]
         out = self.translator.graph_fn(self.beam_size, self.length_penalty)(sentences)
-        ids = out["ids"]  # (1, len): START, tokens, END, PAD...
-        generated = tf.reduce_sum(tf.cast(ids[0, 1:] > 0, tf.int32))  # END included
-        decoder_in = ids[:, : tf.maximum(generated, 1)]  # START and all but the last token
-        src = self.translator.source_ids(sentences)
-        _, weights = self.model.call_with_attention((src, decoder_in), training=False)
         return {
             "translation": out["text"][0],
-            "tokens": ids[0, : generated + 1],
-            "source_tokens": self.tokenizers.source.lookup(src)[0],
-            "target_tokens": self.tokenizers.target.lookup(ids[:, 1 : generated + 1])[0],
-            "attention_weights": weights["cross"][-1][0],  # (heads, tgt_len, src_len)
+            **self.translator.attention_tensors(sentences, out["ids"]),
         }
 
     def signatures(self) -> dict[str, tf.types.experimental.ConcreteFunction]:
         """The SavedModel signatures (traced on first use): name -> concrete function.
 
         `serving_default` and `greedy` take `sentences` string `[None]`; `attention` takes
-        `sentence` string `[]` (see the module docstring for the outputs).
+        `sentence` string `[]` (docs/serving.md lists the outputs).
         """
         functions = self._untracked.functions
         if not functions:
@@ -242,51 +175,23 @@ class ExportModule(tf.Module):
         return [min(bucket, end) for bucket in ends]
 
     def warmup_requests(self) -> list[WarmupRequest]:
-        """The requests TF Serving replays when it loads the export (see the module docstring).
-
-        XLA: `serving_default` and `greedy` for every batch size of `warmup_batch_sizes` and
-        every source bucket, then `attention` for every source bucket. Graph mode: one sentence
-        for each signature.
-        """
+        """The requests TF Serving replays when it loads the export (`signature_requests`): XLA,
+        every batch size of `warmup_batch_sizes` and every source bucket; graph mode, one
+        sentence for each signature."""
 
         def count_tokens(sentence: str) -> int:
             return int(tf.shape(self.translator.source_ids(tf.constant([sentence])))[1])
 
         lengths = self.source_buckets() if self.jit_compile else self.source_buckets()[-1:]
-        sentences = [sentence_of_length(count_tokens, length).encode() for length in lengths]
         batch_sizes = self.warmup_batch_sizes if self.jit_compile else (1,)
-        requests = [
-            WarmupRequest(name, {"sentences": np.array([sentence] * batch, dtype=object)})
-            for name in ("serving_default", "greedy")
-            for batch in batch_sizes
-            for sentence in sentences
-        ]
-        requests += [
-            WarmupRequest("attention", {"sentence": np.array(sentence, dtype=object)})
-            for sentence in sentences
-        ]
-        return requests
+        return signature_requests(count_tokens, lengths, batch_sizes)
 
     def export(
         self, base_dir: str | Path, version: int | None = None, *, check_ops: bool = True
     ) -> Path:
-        """Writes version `version` (default: the next free one) under `base_dir` atomically.
-
-        Args:
-            base_dir: TF Serving's model base path, e.g. ``saved_models/transformer``.
-            version: a positive integer; None for the next free one.
-            check_ops: refuse (ValueError, nothing written) a graph with ops a stock TF
-                Serving 2.12+ may not register (see `graph_ops.check_serving_ops`).
-
-        The version holds the SavedModel and its warm-up requests
-        (``assets.extra/tf_serving_warmup_requests``, `warmup_requests`).
-
-        Returns:
-            The version directory.
-
-        Raises:
-            FileExistsError: the version exists (it is left untouched).
-        """
+        """Writes version `version` (default: the next free one) under `base_dir` atomically:
+        the SavedModel, its warm-up requests (`warmup_requests`) and `DECODING_FILE`. Returns the
+        version directory; `check_ops` and the errors are as in `export_saved_model`."""
 
         def save(path: str) -> None:
             self.save(path)
@@ -307,47 +212,6 @@ class ExportModule(tf.Module):
     def save(self, path: str | Path) -> None:
         """Writes the SavedModel (tag set `serve`) into `path`."""
         tf.saved_model.save(self, str(path), signatures=self.signatures())
-
-
-def _tf_variable(variable) -> tf.Variable:
-    """The `tf.Variable` behind a Keras 3 variable (or `variable` itself)."""
-    inner = getattr(variable, "value", variable)
-    return inner if isinstance(inner, tf.Variable) else variable
-
-
-def pad_batch(sentences: tf.Tensor) -> tf.Tensor:
-    """`sentences` `(batch,)` padded to the next power of two rows (`batch` > 0).
-
-    The extra rows repeat the first sentence: they decode exactly as long as it does, so they
-    neither lengthen the decoding loop nor widen the ids of the real rows.
-    """
-    batch = tf.size(sentences)
-    powers = tf.constant([2**i for i in range(31)], tf.int32)
-    bucket = tf.gather(powers, tf.reduce_sum(tf.cast(powers < batch, tf.int32)))
-    rows = tf.concat([tf.range(batch), tf.zeros([bucket - batch], tf.int32)], axis=0)
-    return tf.gather(sentences, rows)
-
-
-def _batch_outputs(translate, sentences: tf.Tensor) -> dict[str, tf.Tensor]:
-    """The serving outputs of `translate` (a `Translator.graph_fn`); an empty batch is answered
-    without decoding (the encoder cannot run on a `(0, 0)` source)."""
-
-    def outputs():
-        result = translate(sentences)
-        return {
-            "translations": result["text"],
-            "scores": tf.cast(result["scores"], tf.float32),
-            "tokens": tf.cast(result["ids"], tf.int64),
-        }
-
-    def nothing():
-        return {
-            "translations": tf.zeros([0], tf.string),
-            "scores": tf.zeros([0], tf.float32),
-            "tokens": tf.zeros([0, 0], tf.int64),
-        }
-
-    return tf.cond(tf.size(sentences) > 0, outputs, nothing)
 
 
 def export_saved_model(
@@ -412,9 +276,8 @@ def export_run_dir(
         version: a positive integer; None for the next free one.
         checkpoint: "best", "averaged", "latest" or a prefix; None: best, else averaged, else
             latest (`RunDir.checkpoint`, which `RunDir.load_model` reads).
-        **options: `config`, `beam_size`, `length_penalty`, `max_source_tokens`, `max_new_tokens`,
-            `jit_compile`,
-            `warmup_batch_sizes`, `check_ops`.
+        **options: `config`, `beam_size`, `length_penalty`, `max_source_tokens`,
+            `max_new_tokens`, `jit_compile`, `warmup_batch_sizes`, `check_ops`.
     """
     from tf_transformer.run_dir import RunDir
 

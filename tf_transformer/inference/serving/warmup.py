@@ -70,6 +70,32 @@ def sentence_of_length(count_tokens: Callable[[str], int], length: int) -> str:
     raise ValueError(f"none of {_ONE_TOKEN_WORDS} is a single token for this tokenizer.")
 
 
+def signature_requests(
+    count_tokens: Callable[[str], int], lengths: list[int], batch_sizes: tuple[int, ...]
+) -> list[WarmupRequest]:
+    """The warm-up requests of an export's signatures: `serving_default` and `greedy` for every
+    batch size of `batch_sizes` and every source length of `lengths` (each compiled shape of an
+    XLA export), then `attention` for every length.
+
+    Args:
+        count_tokens: sentence -> its number of source ids (START and END included).
+        lengths: source lengths in ids, e.g. one per source bucket.
+        batch_sizes: batch sizes of `serving_default` and `greedy`.
+    """
+    sentences = [sentence_of_length(count_tokens, length).encode() for length in lengths]
+    requests = [
+        WarmupRequest(name, {"sentences": np.array([sentence] * batch, dtype=object)})
+        for name in ("serving_default", "greedy")
+        for batch in batch_sizes
+        for sentence in sentences
+    ]
+    requests += [
+        WarmupRequest("attention", {"sentence": np.array(sentence, dtype=object)})
+        for sentence in sentences
+    ]
+    return requests
+
+
 def warmup_path(version_dir: str | Path) -> Path:
     """Where TF Serving looks for a version's warm-up requests."""
     return Path(version_dir) / WARMUP_DIR / WARMUP_FILE
