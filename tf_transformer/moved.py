@@ -58,8 +58,8 @@ MOVED_NAMES: dict[str, tuple[str, ...]] = {
     f"{_P}training.session": (f"{_P}training.policies.assembly",),
     f"{_P}inference.decoding": (f"{_P}inference.decoding.cached_decode",),
     f"{_P}inference.serving": (
-        f"{_P}inference.serving.rest_client",
         f"{_P}inference.serving.client",
+        f"{_P}inference.serving.rest_client",
     ),
 }
 
