@@ -40,8 +40,8 @@ import tensorflow as tf
 from json_figures import add_json_flags, write_json
 
 from tf_transformer.config import get_preset
-from tf_transformer.inference.serving.ctranslate2_export import export_ctranslate2
 from tf_transformer.inference.decoding.cached_decode import make_decode_fn
+from tf_transformer.inference.serving.ctranslate2_export import export_ctranslate2
 from tf_transformer.inference.serving.export import ExportModule
 from tf_transformer.model import Transformer
 from tf_transformer.text.special_tokens import RESERVED_TOKENS

@@ -131,10 +131,10 @@ def configs(args):
 def train_within_budget(args, root: Path) -> None:
     """Builds tokenizers (or reloads them) and trains until the budget is spent."""
     from tf_transformer import training
-    from tf_transformer.training.start.inputs import prepare_tokenizers
     from tf_transformer.config import DataConfig
     from tf_transformer.data.sources import pairs_to_dataset
     from tf_transformer.run_dir import RunDir
+    from tf_transformer.training.start.inputs import prepare_tokenizers
 
     run = RunDir(args.run_dir)
     budget_path = run.root / "quality.json"
@@ -189,7 +189,7 @@ def train_within_budget(args, root: Path) -> None:
         f"trained: step {result.step}, epoch {result.epoch}, stopped by {result.stopped_by}, "
         f"{record['minutes_used']:.1f} min used; averaged: {result.averaged_checkpoint}"
     )
-    if result.stopped_by in ("SIGINT", "SIGTERM"):
+    if result.stopped_by is not None and result.stopped_by.by_signal:
         sys.exit(f"interrupted: continue with --resume --run-dir {run.root}")
 
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 import tensorflow as tf
 
-from tf_transformer.inference.serving.grpc_client import GrpcServingClient, make_predict_request
 from tf_transformer.inference.serving.client import BatchingClient, ServingError
+from tf_transformer.inference.serving.grpc_client import GrpcServingClient, make_predict_request
 from tf_transformer.inference.serving.rest_client import make_request
 
 AWKWARD = ["", "a" * 10_000, "eu 😀 gosto de café ☕ 🇧🇷 .", "   "]

@@ -11,8 +11,8 @@ from tf_transformer.training.checkpoints import TrainState, make_checkpoint_mana
 from tf_transformer.training.fit.model_fit import fit
 from tf_transformer.training.fit.optimizer import UpdateSchedule, fit_optimizer
 from tf_transformer.training.loop import train
-from tf_transformer.training.step.losses import masked_loss_sum
 from tf_transformer.training.step.build import build_model
+from tf_transformer.training.step.losses import masked_loss_sum
 from tf_transformer.training.step.schedule import WarmupSchedule, make_optimizer
 from tf_transformer.training.step.train_step import TrainStep
 

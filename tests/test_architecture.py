@@ -89,6 +89,18 @@ def test_the_inference_side_reads_runs_and_special_tokens_but_not_the_trainer():
     assert {"tf_transformer.run_dir", "tf_transformer.text.special_tokens"} <= imported
 
 
+def _runtime_nodes(tree: ast.AST):
+    """Every node of `tree` but those under `if TYPE_CHECKING:` (imports for annotations only,
+    which never run)."""
+    for node in ast.iter_child_nodes(tree):
+        test = node.test if isinstance(node, ast.If) else None
+        if getattr(test, "id", getattr(test, "attr", None)) == "TYPE_CHECKING":
+            yield from (n for child in node.orelse for n in [child, *_runtime_nodes(child)])
+            continue
+        yield node
+        yield from _runtime_nodes(node)
+
+
 def import_graph(root: Path, package: str) -> dict[str, set[str]]:
     """Module -> the modules of `package` (a folder under `root`) it imports, at any depth.
 
@@ -106,7 +118,7 @@ def import_graph(root: Path, package: str) -> dict[str, set[str]]:
     graph = {}
     for path in paths:
         names = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in _runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 names.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -162,8 +174,12 @@ def test_the_cycle_check_finds_a_cycle_through_a_lazy_import(tmp_path):
     (package / "rest.py").write_text("def client():\n    from pkg.grpc import Client\n")
     (package / "grpc.py").write_text("from pkg.rest import client\n")
     (package / "base.py").write_text("import pkg.rest\n")
+    (package / "typed.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.base import x\n"
+    )
     graph = import_graph(tmp_path, "pkg")
     assert graph["pkg.rest"] == {"pkg.grpc"} and graph["pkg.base"] == {"pkg.rest"}
+    assert graph["pkg.typed"] == set()  # annotations only: never imported
     assert import_cycles(graph) == [["pkg.grpc", "pkg.rest"]]
     (package / "grpc.py").write_text("")
     assert import_cycles(import_graph(tmp_path, "pkg")) == []
@@ -192,7 +208,11 @@ def test_no_folder_holds_more_than_12_modules():
 def test_nothing_imports_a_moved_module_by_its_old_path():
     # The old paths still work for users (tests/test_moved.py); the project uses the new ones.
     old = set(MOVED_MODULES)
-    users = [*PACKAGE.rglob("*.py"), *(REPO / "tests").rglob("*.py"), *(REPO / "bench").glob("*.py")]
+    users = [
+        *PACKAGE.rglob("*.py"),
+        *(REPO / "tests").rglob("*.py"),
+        *(REPO / "bench").glob("*.py"),
+    ]
     found = {
         f"{path.relative_to(REPO)} imports {name}"
         for path in users

@@ -14,7 +14,11 @@ import tensorflow as tf
 from tf_transformer.config import get_preset
 from tf_transformer.data.sample import sample_pairs
 from tf_transformer.inference.serving.export import ExportModule
-from tf_transformer.inference.serving.graph_ops import LONG_STANDING_TEXT_OPS, classify_ops, graph_ops
+from tf_transformer.inference.serving.graph_ops import (
+    LONG_STANDING_TEXT_OPS,
+    classify_ops,
+    graph_ops,
+)
 from tf_transformer.model import Transformer
 from tf_transformer.text.detokenize import attach_punctuation
 from tf_transformer.text.tokenizers import UNK_ID, build_tokenizers

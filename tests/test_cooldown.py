@@ -12,12 +12,17 @@ import tensorflow as tf
 from tests.test_summaries import read_scalars
 from tests.test_train import MODEL, TRAIN, copy_task
 from tf_transformer.config import TrainConfig
-from tf_transformer.training.policies.budget import Budget
-from tf_transformer.training.policies.stop_signal import StopSignal
 from tf_transformer.training.fit.optimizer import fit_optimizer
 from tf_transformer.training.loop import train
+from tf_transformer.training.policies.budget import Budget
 from tf_transformer.training.policies.standard import CoolDown, FitProgress, Progress, StopRules
-from tf_transformer.training.step.schedule import Cooldown, WarmupSchedule, find_cooldown, make_optimizer
+from tf_transformer.training.policies.stop_signal import StopSignal
+from tf_transformer.training.step.schedule import (
+    Cooldown,
+    WarmupSchedule,
+    find_cooldown,
+    make_optimizer,
+)
 
 
 def test_budget_left_is_the_smallest_fraction_still_to_run():

@@ -5,8 +5,8 @@ import pytest
 import tensorflow as tf
 
 from tf_transformer.config import get_preset
-from tf_transformer.inference.serving.ctranslate2_export import export_ctranslate2
 from tf_transformer.inference.decoding.cached_decode import make_decode_fn
+from tf_transformer.inference.serving.ctranslate2_export import export_ctranslate2
 from tf_transformer.model import Transformer
 from tf_transformer.text.special_tokens import END_ID, RESERVED_TOKENS
 

@@ -8,8 +8,8 @@ from tests.test_train import MODEL, TRAIN, copy_task
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training.fit.model_fit import compile_model, fit, fit_paths
 from tf_transformer.training.loop import NonFiniteLossError, train
-from tf_transformer.training.step.losses import MaskedSparseCrossEntropy
 from tf_transformer.training.step.build import build_model
+from tf_transformer.training.step.losses import MaskedSparseCrossEntropy
 from tf_transformer.training.step.schedule import WarmupSchedule, make_optimizer
 from tf_transformer.training.step.train_step import TrainStep
 

@@ -12,14 +12,14 @@ from tests.export_helpers import SENTENCES, loaded_export
 from tests.predict_grpc_server import GrpcPredictServer
 from tests.predict_server import PredictServer
 from tf_transformer import cli
+from tf_transformer.inference.load import open_translator
+from tf_transformer.inference.serving import serving_client
+from tf_transformer.inference.serving.client import ServingError
 from tf_transformer.inference.serving.grpc_client import (
     GrpcServingClient,
     grpc_target,
     make_predict_request,
 )
-from tf_transformer.inference.load import open_translator
-from tf_transformer.inference.serving import serving_client
-from tf_transformer.inference.serving.client import ServingError
 from tf_transformer.inference.serving.rest_client import ServingClient
 
 pytestmark = pytest.mark.slow

@@ -6,7 +6,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_transformer.training.step.losses import MaskedAccuracy, MaskedSparseCrossEntropy, masked_accuracy
+from tf_transformer.training.step.losses import (
+    MaskedAccuracy,
+    MaskedSparseCrossEntropy,
+    masked_accuracy,
+)
 
 RNG = np.random.default_rng(0)
 Y_TRUE = tf.constant([[5, 2, 7, 0, 0], [3, 1, 4, 6, 0]], tf.int64)

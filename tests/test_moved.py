@@ -39,14 +39,16 @@ def test_old_paths_import_the_new_objects_and_warn_once_each():
     )
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["same"] == [True, True, True, True]
-    assert result["messages"] == [
-        "tf_transformer.inference.versions is deprecated: use "
-        "tf_transformer.inference.serving.versions.",
-        "tf_transformer.inference.serving.ServingClient is deprecated: use "
-        "tf_transformer.inference.serving.rest_client.ServingClient.",
-        "tf_transformer.inference.serving.ServingError is deprecated: use "
-        "tf_transformer.inference.serving.client.ServingError.",
-    ]
+    new = {
+        "tf_transformer.inference.versions": "tf_transformer.inference.serving.versions",
+        "tf_transformer.inference.serving.ServingClient": (
+            "tf_transformer.inference.serving.rest_client.ServingClient"
+        ),
+        "tf_transformer.inference.serving.ServingError": (
+            "tf_transformer.inference.serving.client.ServingError"
+        ),
+    }
+    assert result["messages"] == [f"{old} is deprecated: use {path}." for old, path in new.items()]
 
 
 def test_an_unknown_name_is_still_an_attribute_error():

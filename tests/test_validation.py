@@ -18,7 +18,7 @@ from tf_transformer.config import DataConfig, TrainConfig, get_preset, get_train
 from tf_transformer.inference.evaluate import Scores, evaluate
 from tf_transformer.inference.translator import Translator
 from tf_transformer.run_dir import RunDir
-from tf_transformer.training import budget
+from tf_transformer.training.policies import budget
 from tf_transformer.training.fit.model_fit import fit
 from tf_transformer.training.loop import train
 from tf_transformer.training.step.build import build_model

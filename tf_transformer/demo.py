@@ -44,8 +44,8 @@ def main() -> int:
     from tf_transformer import training
     from tf_transformer.data import load_dataset
     from tf_transformer.inference.evaluate import evaluate
-    from tf_transformer.inference.serving.export import export_run_dir
     from tf_transformer.inference.load import open_translator
+    from tf_transformer.inference.serving.export import export_run_dir
 
     start = time.perf_counter()
     overwrite = _trained_on_other_data(RUN_DIR)
@@ -55,7 +55,7 @@ def main() -> int:
         RUN_DIR, DataConfig(DATASET), DEMO_MODEL, DEMO_TRAIN, overwrite=bool(overwrite)
     )
     trained = time.perf_counter()
-    if result.stopped_by in ("SIGINT", "SIGTERM"):
+    if result.stopped_by is not None and result.stopped_by.by_signal:
         print(f"stopped by {result.stopped_by} at step {result.step}; `make demo` resumes.")
         return 130
     print(f"trained to step {result.step} in {trained - start:.0f} s: {RUN_DIR}")

@@ -33,6 +33,12 @@ class RunDir:
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root)
 
+    @classmethod
+    def of(cls, run_dir: str | os.PathLike | RunDir) -> RunDir:
+        """`run_dir` as a `RunDir`: itself when it is one (the entry points resolve a path once,
+        and pass the `RunDir` on)."""
+        return run_dir if isinstance(run_dir, RunDir) else cls(run_dir)
+
     @property
     def config_path(self) -> Path:
         return self.root / "config.json"

@@ -127,38 +127,39 @@ def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool) -> None:
         )
 
 
-def data_from_args(args: argparse.Namespace) -> DataConfig | None:
-    """The data flags as a `DataConfig`; None for a resumed run given no data flags (its own)."""
+def data_from_args(args: argparse.Namespace, run) -> DataConfig | None:
+    """The data flags as a `DataConfig`; None for a resumed run given no data flags (its own).
+
+    `run` is the run's `RunDir`: a resumed run's data, which the flags may say lives elsewhere now.
+    """
     given = config_changes(args, DataConfig)
     if args.resume:
         if not given:
             return None
-        # The run's own data; the flags may say where it lives now.
-        from tf_transformer.run_dir import RunDir
-
-        return (RunDir(args.run_dir).data_config() or DataConfig()).replace(**given)
+        return (run.data_config() or DataConfig()).replace(**given)
     return DataConfig(**given)
 
 
 def run(args: argparse.Namespace) -> int:
     from tf_transformer import training
     from tf_transformer.run_dir import RunDir
+    from tf_transformer.training.result import StopReason
 
     args.run_dir = args.run_dir or f"runs/{args.preset}"
     run_dir = Path(args.run_dir)
     check_run_dir(run_dir, resume=args.resume, overwrite=args.overwrite)
+    run = RunDir(run_dir)  # the one RunDir of the command, passed on
     model_changes = config_changes(args, ModelConfig)
     if args.resume:
         # The run's own configs, with the flags given: `training.run` refuses what a resume may
         # not change.
-        stored = RunDir(run_dir)
-        model_config = stored.model_config().replace(**model_changes) if model_changes else None
+        model_config = run.model_config().replace(**model_changes) if model_changes else None
         train_config, changes = None, config_changes(args, TrainConfig)
     else:
         (model_config, train_config), changes = configs_from_args(args), None
     result = training.run(
-        run_dir,
-        data_from_args(args),
+        run,
+        data_from_args(args, run),
         model_config,
         train_config,
         fit=args.fit,
@@ -166,17 +167,17 @@ def run(args: argparse.Namespace) -> int:
         train_changes=changes,
         progress=not args.quiet,
     )
-    if result.stopped_by in ("SIGINT", "SIGTERM"):
+    if result.stopped_by is not None and result.stopped_by.by_signal:
         print(
             f"stopped by {result.stopped_by} at step {result.step}; checkpoint "
             f"{result.checkpoint}. Continue with --resume --run-dir {run_dir}."
         )
     else:
         how = "fit" if args.fit else "trained"
-        why = " (stopped by patience)" if result.stopped_by == "patience" else ""
+        why = " (stopped by patience)" if result.stopped_by == StopReason.PATIENCE else ""
         print(f"{how} to step {result.step} (epoch {result.epoch}){why}: {result.checkpoint}")
     if result.evaluations:
-        best = RunDir(run_dir).best_record()
+        best = run.best_record()
         print(
             f"validation: {len(result.evaluations)} evaluations, {result.eval_seconds:.1f} s; "
             f"best BLEU {best['bleu']:.1f} at step {best['step']}: {result.best_checkpoint}"

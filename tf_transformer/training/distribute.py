@@ -120,12 +120,20 @@ class Workers:
     step. Every worker must make the same calls in the same order. Without several workers
     each call returns its argument, with no collective.
 
+    It also says whether this process is the chief (`is_chief`): a training call makes one
+    `Workers` and every part of it reads `chief` from there.
+
     Args:
       strategy: the training strategy.
+
+    Attributes:
+      chief: whether this process writes the run directory.
+      multi_worker: whether several processes train together.
     """
 
     def __init__(self, strategy: tf.distribute.Strategy):
         self.strategy = strategy
+        self.chief = is_chief(strategy)
         self.multi_worker = num_workers(strategy) > 1
         self._sum = tf.function(self._sum_over_replicas, autograph=False)
 

@@ -13,14 +13,15 @@ import tensorflow as tf
 from tf_transformer.config import ModelConfig, TrainConfig
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training.checkpoints import TrainState, restore_newest
+from tf_transformer.training.distribute import Workers
 from tf_transformer.training.logs import OnStep, ProgressBar, Totals, TrainSummaries, file_writer
-from tf_transformer.training.step.build import build_model
 from tf_transformer.training.policies.standard import NonFiniteLossError, Progress
-from tf_transformer.training.result import TrainResult
-from tf_transformer.training.step.schedule import make_optimizer
-from tf_transformer.training.session import Session, WorkerLostError, write_run_config
-from tf_transformer.training.step.train_step import TrainStep
 from tf_transformer.training.policies.validate_every import Validate
+from tf_transformer.training.result import TrainResult
+from tf_transformer.training.session import Session, WorkerLostError, write_run_config
+from tf_transformer.training.step.build import build_model
+from tf_transformer.training.step.schedule import make_optimizer
+from tf_transformer.training.step.train_step import TrainStep
 
 __all__ = ["NonFiniteLossError", "TrainResult", "WorkerLostError", "train", "write_run_config"]
 
@@ -110,7 +111,6 @@ class EpochLoop:
         return {"epoch": self.progress.epoch, "step": self.progress.step, **logs}
 
 
-
 def train(
     run_dir: str | Path | RunDir,
     model_config: ModelConfig,
@@ -120,6 +120,7 @@ def train(
     *,
     data: dict | None = None,
     strategy: tf.distribute.Strategy | None = None,
+    workers: Workers | None = None,
     progress: bool = True,
     on_step: Callable[[int, dict], None] | None = None,
     validate: Validate | None = None,
@@ -159,6 +160,8 @@ def train(
       val_ds: validation batches, evaluated at each epoch end.
       data: what the run trains on (`DataConfig.to_dict()`), recorded in config.json.
       strategy: overrides `train_config.strategy`.
+      workers: who trains and who is the chief (`training.run` decides it once); overrides
+        `strategy`.
       progress: show tqdm progress bars.
       on_step: called after every step with `(step, {"loss", "accuracy", "tokens"})`.
       validate: the validation hook, called every `train_config.eval_every` steps.
@@ -171,7 +174,14 @@ def train(
       WorkerLostError: another worker of a multi-worker job stopped.
       ValueError: `run_dir` holds checkpoints of a different model configuration.
     """
-    session = Session.open(run_dir, model_config, train_config, data=data, strategy=strategy)
+    session = Session.open(
+        RunDir.of(run_dir),
+        model_config,
+        train_config,
+        data=data,
+        strategy=strategy,
+        workers=workers,
+    )
     run, strategy, chief = session.run, session.strategy, session.chief
     with strategy.scope():
         model = build_model(model_config, train_config.mixed_precision)

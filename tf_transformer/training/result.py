@@ -1,10 +1,34 @@
-"""`TrainResult`: what a training call, the custom loop's or `model.fit`'s, did."""
+"""`TrainResult`: what a training call, the custom loop's or `model.fit`'s, did; `StopReason`:
+why it stopped."""
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 
 import tensorflow as tf
+
+
+class StopReason(str, enum.Enum):
+    """Why a training call stopped before running all its epochs (`TrainResult.stopped_by`).
+
+    Each is equal to its value, a string (`StopReason.MAX_STEPS == "max_steps"`).
+    """
+
+    SIGINT = "SIGINT"  # a signal: the run saved and can resume
+    SIGTERM = "SIGTERM"
+    MAX_STEPS = "max_steps"  # its limits
+    MAX_MINUTES = "max_minutes"
+    PATIENCE = "patience"  # dev BLEU stopped improving
+    ANOTHER_WORKER = "another worker"  # a signal or time budget seen by another worker
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def by_signal(self) -> bool:
+        """Stopped by SIGINT or SIGTERM (`train --resume` continues it)."""
+        return self in (StopReason.SIGINT, StopReason.SIGTERM)
 
 
 @dataclasses.dataclass
@@ -15,10 +39,8 @@ class TrainResult:
       model: the trained model.
       step: optimizer steps taken in total (across resumes).
       epoch: completed epochs.
-      stopped_by: "SIGINT"/"SIGTERM" when a signal stopped the run, "max_steps",
-        "max_minutes" (the wall-clock budget), "patience" (dev BLEU stopped improving),
-        "another worker" (a signal or time budget seen by another worker of a multi-worker
-        job), or None when all epochs ran.
+      stopped_by: the `StopReason` (SIGINT/SIGTERM, max_steps, max_minutes, patience,
+        another worker), or None when all epochs ran.
       checkpoint: the last checkpoint written (or restored).
       averaged_checkpoint: the averaged checkpoint, when `average_last` asked for one.
       history: one dict per epoch finished in this call (loss, accuracy, val_loss, ...).
@@ -30,7 +52,7 @@ class TrainResult:
     model: tf.keras.Model
     step: int
     epoch: int
-    stopped_by: str | None
+    stopped_by: StopReason | None
     checkpoint: str | None
     averaged_checkpoint: str | None = None
     history: list[dict] = dataclasses.field(default_factory=list)

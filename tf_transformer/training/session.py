@@ -16,12 +16,7 @@ from tf_transformer.config import ModelConfig, TrainConfig
 from tf_transformer.errors import TransformerError
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training.checkpoints import make_checkpoint_manager
-from tf_transformer.training.distribute import (
-    Workers,
-    describe_lost_worker,
-    get_strategy,
-    is_chief,
-)
+from tf_transformer.training.distribute import Workers, describe_lost_worker, get_strategy
 from tf_transformer.training.logs import file_writer
 from tf_transformer.training.policies.assembly import TrainingPolicies
 from tf_transformer.training.policies.standard import Progress
@@ -86,22 +81,27 @@ class Session:
     @classmethod
     def open(
         cls,
-        run_dir: str | Path | RunDir,
+        run: RunDir,
         model_config: ModelConfig,
         train_config: TrainConfig,
         *,
         data: dict | None = None,
         strategy: tf.distribute.Strategy | None = None,
+        workers: Workers | None = None,
     ) -> Session:
-        """Starts a call: the chief records the configs (and `data`); every worker seeds alike."""
+        """Starts a call: the chief records the configs (and `data`); every worker seeds alike.
+
+        `workers` (made by `training.run`, which decided the chief) or else `strategy` (default:
+        `train_config.strategy`) says who trains.
+        """
         started = time.monotonic()
-        run = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
-        strategy = strategy or get_strategy(train_config.strategy)
-        chief = is_chief(strategy)
-        if chief:
+        workers = workers or Workers(strategy or get_strategy(train_config.strategy))
+        if workers.chief:
             write_run_config(run, model_config, train_config, data)
         tf.keras.utils.set_random_seed(train_config.seed)
-        return cls(run, model_config, train_config, strategy, chief, Workers(strategy), started)
+        return cls(
+            run, model_config, train_config, workers.strategy, workers.chief, workers, started
+        )
 
     def checkpoint_manager(
         self, directory: Path, *, model, optimizer, state

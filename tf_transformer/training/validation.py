@@ -24,8 +24,8 @@ from tf_transformer.inference.evaluate import Scores, evaluate
 from tf_transformer.inference.translator import Translator
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training.checkpoints import save_model_checkpoint
-from tf_transformer.training.step.build import build_model
 from tf_transformer.training.logs import write_scalar
+from tf_transformer.training.step.build import build_model
 
 # Sample translations written to TensorBoard at each evaluation: the first pairs of the subset.
 NUM_SAMPLES = 3

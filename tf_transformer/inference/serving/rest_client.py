@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import requests
+
 from tf_transformer.inference.serving.client import BatchingClient, ServingError
 
 INPUT_NAME = "sentences"

@@ -19,15 +19,15 @@ import tensorflow as tf
 from tf_transformer.config import ModelConfig, TrainConfig
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training.checkpoints import restore_newest
-from tf_transformer.training.distribute import distribute_batches, num_workers
+from tf_transformer.training.distribute import Workers, distribute_batches, num_workers
 from tf_transformer.training.fit.backup import BackupAndRestore
 from tf_transformer.training.fit.optimizer import fit_optimizer
-from tf_transformer.training.step.losses import MaskedAccuracy, MaskedSparseCrossEntropy
-from tf_transformer.training.step.build import build_model
 from tf_transformer.training.policies.standard import FitProgress, Progress
+from tf_transformer.training.policies.validate_every import Validate
 from tf_transformer.training.result import TrainResult
 from tf_transformer.training.session import Session
-from tf_transformer.training.policies.validate_every import Validate
+from tf_transformer.training.step.build import build_model
+from tf_transformer.training.step.losses import MaskedAccuracy, MaskedSparseCrossEntropy
 
 
 def compile_model(model: tf.keras.Model, train_config: TrainConfig) -> tf.keras.Model:
@@ -122,6 +122,7 @@ def fit(
     *,
     data: dict | None = None,
     strategy: tf.distribute.Strategy | None = None,
+    workers: Workers | None = None,
     early_stopping_patience: int | None = None,
     validate: Validate | None = None,
     verbose: int | str = "auto",
@@ -155,6 +156,8 @@ def fit(
       val_ds: validation batches.
       data: what the run trains on (`DataConfig.to_dict()`), recorded in config.json.
       strategy: overrides `train_config.strategy`.
+      workers: who trains and who is the chief (`training.run` decides it once); overrides
+        `strategy`.
       early_stopping_patience: epochs without `val_loss` improvement before stopping.
       validate: the validation hook, called every `train_config.eval_every` steps.
       verbose: `model.fit`'s verbosity.
@@ -166,7 +169,14 @@ def fit(
       NonFiniteLossError: the loss became NaN/inf (the last good checkpoint is kept).
       WorkerLostError: another worker of a multi-worker job stopped.
     """
-    session = Session.open(run_dir, model_config, train_config, data=data, strategy=strategy)
+    session = Session.open(
+        RunDir.of(run_dir),
+        model_config,
+        train_config,
+        data=data,
+        strategy=strategy,
+        workers=workers,
+    )
     run, strategy, chief = session.run, session.strategy, session.chief
     with strategy.scope():
         model = compile_model(build_model(model_config, train_config.mixed_precision), train_config)

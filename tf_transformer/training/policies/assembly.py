@@ -4,6 +4,8 @@ and `model.fit`, and called in one order."""
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
+
 import tensorflow as tf
 
 from tf_transformer.training.policies.average_last import AverageLast
@@ -19,8 +21,8 @@ from tf_transformer.training.policies.stop_signal import StopSignal
 from tf_transformer.training.policies.validate_every import Validate, ValidateEvery
 from tf_transformer.training.result import TrainResult
 
-# `session` below is a `tf_transformer.training.session.Session` (which makes these policies:
-# not imported here).
+if TYPE_CHECKING:  # `Session` makes these policies: an annotation only, no import cycle
+    from tf_transformer.training.session import Session
 
 
 @dataclasses.dataclass
@@ -46,7 +48,7 @@ class TrainingPolicies:
     def make(
         cls,
         *,
-        session: "Session",
+        session: Session,
         progress: Progress,
         manager: tf.train.CheckpointManager,
         signal: StopSignal,
@@ -83,7 +85,6 @@ class TrainingPolicies:
                 every=config.eval_every,
                 writer=session.validation_writer,
                 workers=workers,
-                chief=chief,
                 verbose=verbose,
             )
         average = None
@@ -116,7 +117,7 @@ class TrainingPolicies:
         ordered += (self.validation, self.stop_rules, self.average)
         return [callback for callback in ordered if callback is not None]
 
-    def result(self, model: tf.keras.Model, session: "Session", history: list[dict]) -> TrainResult:
+    def result(self, model: tf.keras.Model, session: Session, history: list[dict]) -> TrainResult:
         """The `TrainResult` of the call (a worker other than the chief names the chief's
         latest checkpoint, and reports no evaluations)."""
         progress, run, chief = self.progress, session.run, session.chief

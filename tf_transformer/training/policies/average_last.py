@@ -8,13 +8,14 @@ from tqdm.auto import tqdm
 from tf_transformer.config import ModelConfig
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training.checkpoints import average_checkpoints
-from tf_transformer.training.step.build import build_model
 from tf_transformer.training.policies.standard import Policy, Progress
 from tf_transformer.training.policies.validate_every import ValidateEvery
+from tf_transformer.training.result import StopReason
+from tf_transformer.training.step.build import build_model
 from tf_transformer.weights import model_checkpoint
 
 # The ends of a run that average: its budget or its patience (not a signal, not a lost peer).
-FINISHED = (None, "max_steps", "max_minutes", "patience")
+FINISHED = (None, StopReason.MAX_STEPS, StopReason.MAX_MINUTES, StopReason.PATIENCE)
 
 
 class AverageLast(Policy):

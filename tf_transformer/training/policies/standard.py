@@ -21,10 +21,11 @@ import numpy as np
 import tensorflow as tf
 
 from tf_transformer.errors import TransformerError
-from tf_transformer.training.policies.budget import Budget
 from tf_transformer.training.checkpoints import TrainState
-from tf_transformer.training.policies.stop_signal import StopSignal
 from tf_transformer.training.distribute import Workers
+from tf_transformer.training.policies.budget import Budget
+from tf_transformer.training.policies.stop_signal import StopSignal
+from tf_transformer.training.result import StopReason
 from tf_transformer.training.step.schedule import find_cooldown
 
 
@@ -45,7 +46,7 @@ class Progress:
 
     state: TrainState = dataclasses.field(default_factory=TrainState)
     batches_per_epoch: int | None = None
-    stopped_by: str | None = None
+    stopped_by: StopReason | None = None
 
     @property
     def step(self) -> int:
@@ -71,7 +72,7 @@ class Policy(tf.keras.callbacks.Callback):
         super().__init__()
         self.progress = progress
 
-    def stop(self, reason: str | None) -> None:
+    def stop(self, reason: StopReason | None) -> None:
         """Ends the run after this step; the first reason given is the one kept."""
         if not self.model.stop_training:
             self.progress.stopped_by = reason
@@ -112,8 +113,9 @@ class StopRules(Policy):
     """Stops the run by `budget`'s rules (steps, minutes, epochs) and on SIGINT/SIGTERM.
 
     The workers of a multi-worker job stop at the same step: a signal or a time budget seen
-    by one of them stops all (`stopped_by="another worker"` in the others). The run stops with
-    `stopped_by` the signal's name, "max_steps" or "max_minutes"; None when all epochs ran.
+    by one of them stops all (`StopReason.ANOTHER_WORKER` in the others). The run stops with
+    `stopped_by` the signal's `StopReason`, `MAX_STEPS` or `MAX_MINUTES`; None when all epochs
+    ran.
 
     Args:
       progress: the run's progress.
@@ -138,7 +140,7 @@ class StopRules(Policy):
     def on_train_begin(self, logs=None):
         # A resumed run may have nothing left to do.
         if self.budget.steps_done(self.progress.step):
-            self.stop("max_steps")
+            self.stop(StopReason.MAX_STEPS)
         elif self.budget.epochs_done(self.progress.epoch):
             self.stop(None)
 
@@ -150,9 +152,11 @@ class StopRules(Policy):
         if self.signal.requested:
             self.stop(self.signal.requested)
         elif steps_done:
-            self.stop("max_steps")
+            self.stop(StopReason.MAX_STEPS)
         else:
-            self.stop("max_minutes" if self.budget.out_of_time() else "another worker")
+            self.stop(
+                StopReason.MAX_MINUTES if self.budget.out_of_time() else StopReason.ANOTHER_WORKER
+            )
 
     def on_epoch_end(self, epoch, logs=None):
         if self.budget.epochs_done(self.progress.epoch):

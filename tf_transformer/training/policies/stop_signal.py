@@ -7,6 +7,8 @@ import threading
 
 from typing_extensions import Self  # typing.Self needs Python 3.11
 
+from tf_transformer.training.result import StopReason
+
 
 class StopSignal:
     """A context manager that turns SIGINT/SIGTERM into a flag the training loop polls.
@@ -23,7 +25,7 @@ class StopSignal:
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self):
-        self.requested: str | None = None
+        self.requested: StopReason | None = None
         self._previous: dict[int, object] = {}
 
     def _handle(self, signum, frame):
@@ -32,7 +34,7 @@ class StopSignal:
             if callable(previous):
                 previous(signum, frame)
             return
-        self.requested = signal.Signals(signum).name
+        self.requested = StopReason(signal.Signals(signum).name)
 
     def __enter__(self) -> Self:
         if threading.current_thread() is threading.main_thread():

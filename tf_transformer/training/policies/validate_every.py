@@ -10,6 +10,7 @@ from tqdm.auto import tqdm
 
 from tf_transformer.training.distribute import Workers
 from tf_transformer.training.policies.standard import Policy, Progress
+from tf_transformer.training.result import StopReason
 
 if TYPE_CHECKING:
     from tf_transformer.training.validation import Evaluation
@@ -21,7 +22,7 @@ Validate = Callable[[tf.keras.Model, int], "Evaluation"]
 class ValidateEvery(Policy):
     """Every `every` steps, calls `validate(model, step)` inside `writer` (dev BLEU and chrF,
     the best weights in `checkpoints/best/`: see `training.validation`); an evaluation that says
-    `stop` (patience) ends the run with `stopped_by="patience"`.
+    `stop` (patience) ends the run with `StopReason.PATIENCE`.
 
     In a multi-worker job only the chief evaluates (`chief`); the others wait for its verdict.
     Its time counts in the run's `max_minutes` (`StopRules` decides after it).
@@ -48,7 +49,6 @@ class ValidateEvery(Policy):
         every: int,
         writer,
         workers: Workers | None = None,
-        chief: bool = True,
         verbose: bool = False,
     ):
         super().__init__(progress=progress)
@@ -56,7 +56,7 @@ class ValidateEvery(Policy):
         self.every = every
         self.writer = writer
         self.workers = workers or Workers(tf.distribute.get_strategy())
-        self.chief = chief
+        self.chief = self.workers.chief
         self.verbose = verbose
         self.evaluations: list[Evaluation] = []
         self.seconds = 0.0
@@ -82,7 +82,7 @@ class ValidateEvery(Policy):
                 tqdm.write(evaluation.line())
             stop = evaluation.stop
         if self.workers.any(stop):
-            self.stop("patience")
+            self.stop(StopReason.PATIENCE)
 
     def offer(self, model: tf.keras.Model, source: str) -> Evaluation | None:
         """Scores other weights than the run's (e.g. the averaged checkpoint) at the current

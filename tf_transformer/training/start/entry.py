@@ -8,6 +8,7 @@ from the run's checkpoints.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import tensorflow as tf
 
 from tf_transformer.config import DataConfig, ModelConfig, TrainConfig
 from tf_transformer.run_dir import RunDir
-from tf_transformer.training.distribute import get_strategy, is_chief
+from tf_transformer.training.distribute import Workers, get_strategy
 from tf_transformer.training.loop import TrainResult, train
 from tf_transformer.training.start.inputs import (
     check_shared_embeddings,
@@ -23,13 +24,12 @@ from tf_transformer.training.start.inputs import (
     prepare_tokenizers,
     validation_batches,
 )
+from tf_transformer.training.start.lock import RunLock, clear_run_dir
 from tf_transformer.training.start.resume import apply_train_changes, resumed_configs
-from tf_transformer.training.start.lock import clear_run_dir, holding_run_lock
 
 
-@holding_run_lock
 def run(
-    run_dir: str | Path,
+    run_dir: str | Path | RunDir,
     data: DataConfig | None = None,
     model_config: ModelConfig | None = None,
     train_config: TrainConfig | None = None,
@@ -86,7 +86,7 @@ def run(
       WriteError: a file of the run could not be written (a full disk); the previous
         checkpoint and files are intact.
     """
-    run = RunDir(run_dir)
+    run = RunDir.of(run_dir)
     stored = run.read_config() if run.exists() and not overwrite else {}
     if data is None:
         data = DataConfig.from_dict(stored["data"]) if stored.get("data") else DataConfig()
@@ -103,10 +103,45 @@ def run(
     if not stored.get("model") and model_config is not None and not train_config.shared_vocab:
         check_shared_embeddings(model_config)  # before the data loads
     # A multi-worker strategy configures its collectives when it is made, before TensorFlow
-    # runs anything (so before the data loads); only its chief writes the run directory.
+    # runs anything (so before the data loads). Whether this process is the chief (it alone
+    # writes the run directory, and holds its lock) is decided here, once, for the whole call.
+    workers = Workers(strategy or get_strategy(train_config.strategy))
+    with RunLock(run.root) if workers.chief else contextlib.nullcontext():
+        return _train_run(
+            run,
+            stored,
+            data,
+            model_config,
+            train_config,
+            workers,
+            fit=fit,
+            overwrite=overwrite,
+            train_pairs=train_pairs,
+            validation_pairs=validation_pairs,
+            progress=progress,
+            on_step=on_step,
+        )
+
+
+def _train_run(
+    run: RunDir,
+    stored: dict,
+    data: DataConfig,
+    model_config: ModelConfig | None,
+    train_config: TrainConfig,
+    workers: Workers,
+    *,
+    fit: bool,
+    overwrite: bool,
+    train_pairs: tf.data.Dataset | None,
+    validation_pairs: tf.data.Dataset | None,
+    progress: bool,
+    on_step: Callable[[int, dict], None] | None,
+) -> TrainResult:
+    """`run` past its boundary: the run resolved, its configs settled, the chief decided and
+    holding the lock."""
+    chief = workers.chief
     had_tokenizers = run.tokenizers_path.is_dir() and not overwrite
-    strategy = strategy or get_strategy(train_config.strategy)
-    chief = is_chief(strategy)
     if train_pairs is None:
         train_pairs = data.load("train")
     if validation_pairs is None:
@@ -124,7 +159,7 @@ def run(
         check_shared_embeddings(model_config, tokenizers)
     common = {
         "data": data.recorded().to_dict(),
-        "strategy": strategy,
+        "workers": workers,
     }
     batches = epoch_batches(train_pairs, tokenizers, train_config)
     val_batches = validation_batches(validation_pairs, tokenizers, train_config)

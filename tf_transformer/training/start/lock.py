@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import functools
 import json
 import os
 import shutil
@@ -127,23 +126,6 @@ def _same_file(fd: int, path: Path) -> bool:
         return False
     opened = os.fstat(fd)
     return (status.st_dev, status.st_ino) == (opened.st_dev, opened.st_ino)
-
-
-def holding_run_lock(train_fn):
-    """Decorates `training.run(run_dir, ..., strategy=None, ...)`: its chief holds the run
-    directory's `RunLock` while it runs (the other workers of a multi-worker job write
-    nothing there and take no lock)."""
-
-    @functools.wraps(train_fn)
-    def locked(run_dir, *args, **kwargs):
-        from tf_transformer.training.distribute import is_chief
-
-        if not is_chief(kwargs.get("strategy")):
-            return train_fn(run_dir, *args, **kwargs)
-        with RunLock(run_dir):
-            return train_fn(run_dir, *args, **kwargs)
-
-    return locked
 
 
 def clear_run_dir(run_dir: str | os.PathLike) -> None:
