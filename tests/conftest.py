@@ -1,5 +1,6 @@
-"""Shared test fixtures: quiet TensorFlow logs, the ../shared folder, tiny models; how
-`make test` spreads the suite over its pytest-xdist workers."""
+"""Shared test fixtures: quiet TensorFlow logs, the ../shared folder; how `make test` spreads
+the suite over its pytest-xdist workers (groups of modules, the costliest first, by the cost
+each module declares)."""
 
 import os
 from pathlib import Path
@@ -18,29 +19,6 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED = REPO_ROOT.parent / "shared"
-# The groups (see `module_group` below) by their time in `make test` on the 2-core machine, longest
-# first: a worker takes the next group when it is nearly done, so the long ones start early and
-# short ones fill in at the end. Groups not listed come after, in collection order.
-LONGEST_FIRST = (
-    "tests/test_multiworker.py",
-    "export_helpers",
-    "tests/test_notebooks.py",
-    "tests/test_quality_bench.py",
-    "tests/test_validation.py",
-    "tests/test_decoding.py",
-    "tests/test_distribute.py",
-    "tests/test_tokenizers.py",
-    "tests/test_accumulation.py",
-    "tests/test_train.py",
-    "tests/test_cased_export.py",
-    "tests/test_language_pair.py",
-    "tests/test_shared_embeddings.py",
-    "tests/test_cli_translate.py",
-    "tests/test_cli_train.py",
-    "tests/test_model.py",
-    "tests/test_scheduling.py",
-    "tests/test_time_budget.py",
-)
 
 
 @functools.cache
@@ -55,11 +33,35 @@ def module_group(module_path: str) -> str:
     return module_path
 
 
+def declared_cost(item: pytest.Item) -> float:
+    """What a test module declares it costs in `make test`, in seconds on the 2-core machine:
+    `pytestmark = pytest.mark.cost(SECONDS)` (measured, rounded; 0 when not declared, for the
+    modules of a few seconds)."""
+    marker = item.getparent(pytest.Module).get_closest_marker("cost")
+    return float(marker.args[0]) if marker else 0.0
+
+
+def group_costs(items: list[pytest.Item]) -> dict[str, float]:
+    """Each group's cost (see `module_group`): the declared costs of its modules, added."""
+    modules: dict[str, tuple[str, float]] = {}
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        if module not in modules:
+            modules[module] = (module_group(module), declared_cost(item))
+    costs: dict[str, float] = {}
+    for group, cost in modules.values():
+        costs[group] = costs.get(group, 0.0) + cost
+    return costs
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """The longest groups first (the order workers receive them under `make test`)."""
-    rank = {name: index for index, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(module_group(item.nodeid.split("::")[0]), len(rank)))
+    """The costliest groups first (the order workers receive them under `make test`): a worker
+    takes the next group when it is nearly done, so the long ones start early and short ones
+    fill in at the end. Equal costs keep the collection order. No file list here: each module
+    declares its cost beside its tests (`declared_cost`)."""
+    costs = group_costs(items)
+    items.sort(key=lambda item: -costs[module_group(item.nodeid.split("::")[0])])
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)  # without xdist, not called

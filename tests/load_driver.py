@@ -1,6 +1,6 @@
 """Serving under load: client threads send a mix of requests, and every answer is checked.
 
-Shared by tests/test_serving_load.py (a few requests per thread) and bench/serving_load.py
+Shared by tests/inference/serving/test_serving_load.py (a few requests per thread) and bench/serving_load.py
 (200 per thread, latency and memory). The mix holds batches of several sizes, awkward but
 valid text (empty, 10,000 characters, emoji), and requests the server must refuse (HTTP 400,
 gRPC INVALID_ARGUMENT): a non-string input and an unknown signature. Each valid request's

@@ -73,7 +73,7 @@ class CheckpointManager(tf.train.CheckpointManager):
       writes `PREFIX.index`. Only once that op has returned does the manager's write callback
       replace the `checkpoint` state file (written aside, then renamed). So a save that fails
       or is killed never makes the state file name its checkpoint: the previous one stays the
-      latest (tests/test_train.py kills one with SIGKILL; tests/test_faults.py fills the disk).
+      latest (tests/training/test_loop.py kills one with SIGKILL; tests/test_faults.py fills the disk).
     - TensorFlow fsyncs none of it: after a machine crash or power loss the renamed state file
       can reach the disk before the data it names. `sync_checkpoint_files` runs as a write
       callback before the manager's, so the files are on disk before the state names them.

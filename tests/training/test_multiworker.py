@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 STEPS = 30
 # 256-token batches of ~10-token sentences: ~28 batches of different sizes an epoch. The
 # learning rate cools down over the last half of the steps: every worker must apply the same.
@@ -128,7 +128,7 @@ def _records(stdout: str, mode: str) -> tuple[list[dict], dict]:
 
 def _worker_code(run_dir: Path, corpus: Path, strategy: str, accumulate: int) -> list:
     call = f"worker({str(run_dir)!r}, {str(corpus)!r}, {strategy!r}, {accumulate})"
-    return ["-c", f"from tests.test_multiworker import worker; {call}"]
+    return ["-c", f"from tests.training.test_multiworker import worker; {call}"]
 
 
 def _weights(run_dir: Path) -> list[np.ndarray]:

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.test_train import MODEL, TRAIN, copy_task
+from tests.training.test_loop import MODEL, TRAIN, copy_task
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training.checkpoints import TrainState, make_checkpoint_manager
 from tf_transformer.training.fit.model_fit import fit

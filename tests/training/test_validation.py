@@ -10,17 +10,17 @@ import pytest
 import tensorflow as tf
 from tensorboard.backend.event_processing.plugin_event_accumulator import EventAccumulator
 
-from tests.test_summaries import read_scalars
-from tests.test_train import MODEL, TRAIN, copy_task
-from tests.test_translator import tiny_model, tiny_tokenizers
+from tests.inference.test_translator import tiny_model, tiny_tokenizers
+from tests.training.test_logs import read_scalars
+from tests.training.test_loop import MODEL, TRAIN, copy_task
 from tf_transformer import cli, training
 from tf_transformer.config import DataConfig, TrainConfig, get_preset, get_train_preset
 from tf_transformer.inference.evaluate import Scores, evaluate
 from tf_transformer.inference.translator import Translator
 from tf_transformer.run_dir import RunDir
-from tf_transformer.training.policies import budget
 from tf_transformer.training.fit.model_fit import fit
 from tf_transformer.training.loop import train
+from tf_transformer.training.policies import budget
 from tf_transformer.training.step.build import build_model
 from tf_transformer.training.validation import BestCheckpoint, Evaluation, Validator
 from tf_transformer.weights import model_checkpoint

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.test_train import MODEL, TRAIN, copy_task
+from tests.training.test_loop import MODEL, TRAIN, copy_task
 from tf_transformer.training.distribute import (
     describe_lost_worker,
     get_strategy,
@@ -23,7 +23,7 @@ from tf_transformer.training.step.mixed_precision import policy_name
 from tf_transformer.training.step.schedule import make_optimizer
 from tf_transformer.training.step.train_step import TrainStep
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # Runs in a fresh process: logical devices must be set before TensorFlow initialises them.
 SCRIPT = """
@@ -31,7 +31,7 @@ import json, sys, tempfile
 import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-from tests.test_train import MODEL, TRAIN, copy_task
+from tests.training.test_loop import MODEL, TRAIN, copy_task
 from tf_transformer.training.distribute import get_strategy
 from tf_transformer.training.fit.model_fit import fit
 from tf_transformer.training.loop import train

@@ -21,7 +21,7 @@ from tf_transformer.training.step.build import build_model
 from tf_transformer.training.step.schedule import make_optimizer
 from tf_transformer.training.step.train_step import TrainStep
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 VOCAB = 16
 MODEL = get_preset("tiny").replace(input_vocab_size=VOCAB, target_vocab_size=VOCAB)
 TRAIN = TrainConfig(
@@ -90,7 +90,7 @@ def worker(run_dir: str, max_steps: int, sleep: float) -> None:
 
 
 def _start_worker(run_dir: Path, max_steps: int, sleep: float) -> subprocess.Popen:
-    code = f"from tests.test_train import worker; worker({str(run_dir)!r}, {max_steps}, {sleep})"
+    code = f"from tests.training.test_loop import worker; worker({str(run_dir)!r}, {max_steps}, {sleep})"
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     return subprocess.Popen(
         [sys.executable, "-c", code],

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.test_summaries import read_scalars
-from tests.test_train import MODEL, TRAIN, copy_task
+from tests.training.test_logs import read_scalars
+from tests.training.test_loop import MODEL, TRAIN, copy_task
 from tf_transformer.config import TrainConfig
 from tf_transformer.training.fit.optimizer import fit_optimizer
 from tf_transformer.training.loop import train

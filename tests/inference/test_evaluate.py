@@ -16,7 +16,7 @@ from tf_transformer.inference.evaluate import (
 )
 from tf_transformer.text.detokenize import attach_punctuation
 
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 
 
 @pytest.mark.parametrize(

@@ -136,7 +136,7 @@ def steps_run(tmp_path_factory):
 def test_max_steps_alone_trains_that_many_steps_past_the_presets_epochs(steps_run):
     import re
 
-    from tests.test_summaries import read_scalars
+    from tests.training.test_logs import read_scalars
 
     run_dir, _, code, stdout = steps_run
     assert code == 0

@@ -26,7 +26,7 @@ from tf_transformer.text.tokenizers import (
     write_vocab,
 )
 
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
+SHARED = Path(__file__).resolve().parents[2] / ".." / "shared"
 TATOEBA = SHARED / "data" / "tatoeba_pt_en"
 FAST_LEARN = {"num_iterations": 1}  # one pass of the threshold search: small corpora, fast tests
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import tensorflow as tf
 
-from tests.test_train import MODEL, TRAIN, copy_task
+from tests.training.test_loop import MODEL, TRAIN, copy_task
 from tf_transformer.config import TrainConfig
 from tf_transformer.training.loop import train
 

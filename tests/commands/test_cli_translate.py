@@ -6,11 +6,11 @@ from pathlib import Path
 import pytest
 import tensorflow as tf
 
-from tests.test_translator import MAX_LENGTH, tiny_translator
+from tests.inference.test_translator import MAX_LENGTH, tiny_translator
 from tf_transformer.run_dir import RunDir
 from tf_transformer.weights import model_checkpoint
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 ARGS_SENTENCES = ["o carro vermelho é novo .", "nós comemos ."]
 STDIN_LINES = ["ela comprou as maçãs ?", "", "os gatos pretos não são meus ."]
 # The settings of tiny_translator(), whose model the run directory holds.
@@ -53,7 +53,7 @@ def runs(tmp_path_factory):
     """A tiny run directory, and the three CLI runs started at once (they take seconds each)."""
     root = tmp_path_factory.mktemp("run")
     run = RunDir(root)
-    translator = tiny_translator()  # shared with tests/test_translator.py: traced once
+    translator = tiny_translator()  # shared with tests/inference/test_translator.py: traced once
     tokenizers, model = translator.tokenizers, translator.model
     run.write_config({"model": model.config.to_dict(), "train": {}, "data": {}})
     tokenizers.save(run.tokenizers_path)

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.test_decoding import (
+from tests.inference.decoding.test_cached_decode import (
     SRC,
     bigram_logits_fn,
     bigram_table,

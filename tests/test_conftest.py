@@ -1,0 +1,64 @@
+"""How `make test` groups the suite for its workers (tests/conftest.py)."""
+
+import os
+import re
+import subprocess
+import sys
+from collections import defaultdict
+
+from tests.conftest import REPO_ROOT, module_group
+
+
+def test_modules_sharing_the_cached_export_form_one_group():
+    assert module_group("tests/inference/serving/test_export.py") == "export_helpers"
+    assert module_group("tests/commands/test_cli_export.py") == "export_helpers"
+    assert module_group("tests/test_masks.py") == "tests/test_masks.py"
+
+
+def test_the_costliest_group_is_collected_first(tmp_path):
+    # Collected in the order given, then sorted by the costs the modules declare.
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "conftest.py").write_text((REPO_ROOT / "tests" / "conftest.py").read_text())
+    (tmp_path / "setup.cfg").write_text("[tool:pytest]\nmarkers =\n    cost(seconds): cost\n")
+    (tests / "test_cheap.py").write_text("def test_a():\n    pass\n")
+    costly = "import pytest\n\npytestmark = pytest.mark.cost({})\n\ndef test_b():\n    pass\n"
+    (tests / "test_costly.py").write_text(costly.format(30))
+    (tests / "test_costlier.py").write_text(costly.format(60))
+    modules = ["tests/test_cheap.py", "tests/test_costly.py", "tests/test_costlier.py"]
+    env = {name: value for name, value in os.environ.items() if not name.startswith("PYTEST_")}
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q"]
+        + ["-p", "no:xdist", *modules],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-3000:]
+    order = [line.split("::")[0] for line in result.stdout.splitlines() if "::" in line]
+    assert order == [modules[2], modules[1], modules[0]]
+
+
+def test_make_tests_workers_run_a_module_whole():
+    """Under xdist itself, with `make test`'s flags: each module's tests on one worker (a
+    distribution that ignores the groups spreads them over both, as loadgroup did silently)."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("PYTEST_")}
+    modules = ["tests/test_masks.py", "tests/training/step/test_schedule.py"]
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v", "-n", "2"]
+        + ["--dist", "loadfile", "--no-loadscope-reorder", *modules],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-3000:]
+    workers = defaultdict(set)
+    for worker, module in re.findall(r"\[(gw\d)\] \[ *\d+%\] PASSED (\S+?\.py)::", result.stdout):
+        workers[module].add(worker)
+    assert sorted(workers) == modules and all(len(w) == 1 for w in workers.values()), workers
