@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tf_transformer.moved import MOVED_MODULES
+from tf_transformer.moved import MOVED_MODULES, MOVED_NAMES
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "tf_transformer"
@@ -220,3 +220,38 @@ def test_nothing_imports_a_moved_module_by_its_old_path():
         if name in old or name.rpartition(".")[0] in old
     }
     assert found == set()
+
+
+def _defined(module: str) -> set[str]:
+    """The names a module (or package) binds at its top level, and its submodules."""
+    path = REPO.joinpath(*module.split("."))
+    source = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+    names = {child.stem for child in path.glob("*.py")} | {c.name for c in path.glob("*/")}
+    for node in ast.parse(source.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names
+
+
+def test_nothing_imports_a_moved_name_from_its_old_module():
+    # `from tf_transformer.inference.serving import ServingClient` works for users (with a
+    # warning); the project names the module that defines it.
+    defined = {module: _defined(module) for module in MOVED_NAMES}
+    users = [*PACKAGE.rglob("*.py"), *(REPO / "tests").rglob("*.py"), *(REPO / "bench").glob("*.py")]
+    found = set()
+    for path in users:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module in defined:
+                found.update(
+                    f"{path.relative_to(REPO)}: {node.module}.{alias.name}"
+                    for alias in node.names
+                    if alias.name not in defined[node.module]
+                )
+    assert found == set()
+    assert "serving_client" in defined["tf_transformer.inference.serving"]
+    assert "ServingClient" not in defined["tf_transformer.inference.serving"]

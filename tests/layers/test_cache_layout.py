@@ -3,7 +3,7 @@ import pytest
 import tensorflow as tf
 
 from tf_transformer.config import get_preset
-from tf_transformer.inference.decoding import make_decode_fn
+from tf_transformer.inference.decoding.cached_decode import make_decode_fn
 from tf_transformer.layers.attention import MATMUL
 from tf_transformer.layers.cache_layout import KVCache
 from tf_transformer.model import Transformer
