@@ -242,7 +242,11 @@ def test_nothing_imports_a_moved_name_from_its_old_module():
     # `from tf_transformer.inference.serving import ServingClient` works for users (with a
     # warning); the project names the module that defines it.
     defined = {module: _defined(module) for module in MOVED_NAMES}
-    users = [*PACKAGE.rglob("*.py"), *(REPO / "tests").rglob("*.py"), *(REPO / "bench").glob("*.py")]
+    users = [
+        *PACKAGE.rglob("*.py"),
+        *(REPO / "tests").rglob("*.py"),
+        *(REPO / "bench").glob("*.py"),
+    ]
     found = set()
     for path in users:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

@@ -39,6 +39,8 @@ MOVED_MODULES: dict[str, tuple[str, ...]] = {
     f"{_P}training.average_last": (f"{_P}training.policies.average_last",),
     f"{_P}training.fit_backup": (f"{_P}training.fit.backup",),
     f"{_P}training.fit_optimizer": (f"{_P}training.fit.optimizer",),
+    f"{_P}data.sample_lexicon": (f"{_P}data.sample.lexicon",),
+    f"{_P}data.written_style": (f"{_P}data.sample.written_style",),
     f"{_P}inference.search": (f"{_P}inference.decoding.search",),
     f"{_P}inference.greedy": (f"{_P}inference.decoding.greedy",),
     f"{_P}inference.beam_search": (f"{_P}inference.decoding.beam",),

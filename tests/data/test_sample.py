@@ -4,8 +4,16 @@ import itertools
 
 import pytest
 
-from tf_transformer.data import sample, sample_lexicon
-from tf_transformer.data.sample import SPLIT_SIZES, NounPhrase, Sentence, realize, sample_pairs
+from tf_transformer.data.sample import (
+    SPLIT_SIZES,
+    NounPhrase,
+    Sentence,
+    grammar,
+    pairs,
+    realize,
+    sample_pairs,
+)
+from tf_transformer.data.sample import lexicon as sample_lexicon
 
 _AUXILIARIES = {"do", "does", "did", "am", "is", "are", "was", "were"}
 
@@ -16,9 +24,9 @@ def train():
 
 
 def test_generation_is_deterministic():
-    sample._pool.cache_clear()
+    pairs._pool.cache_clear()
     first = sample_pairs("train", seed=3)
-    sample._pool.cache_clear()
+    pairs._pool.cache_clear()
     assert sample_pairs("train", seed=3) == first
     assert sample_pairs("train", seed=4) != first
 
@@ -56,7 +64,7 @@ def test_bad_size_raises(size):
 def test_translation_is_a_function():
     # The raw stream, repeats included: one Portuguese sentence never gets two translations.
     seen = {}
-    for pt, en in itertools.islice(sample._stream(seed=11), 30000):
+    for pt, en in itertools.islice(pairs._stream(seed=11), 30000):
         assert seen.setdefault(pt, en) == en, pt
     assert len(seen) < 30000  # Repeats happened, so the check compared something.
 
@@ -164,12 +172,12 @@ _PHENOMENON_SENTENCES = {
 
 
 def test_every_phenomenon_has_a_checked_example():
-    assert set(_PHENOMENON_SENTENCES) == set(sample.PHENOMENA)
+    assert set(_PHENOMENON_SENTENCES) == set(grammar.PHENOMENA)
 
 
 @pytest.mark.parametrize("name", sorted(_PHENOMENON_SENTENCES))
 def test_phenomena_examples(name):
-    assert realize(_PHENOMENON_SENTENCES[name]) == sample.PHENOMENA[name]
+    assert realize(_PHENOMENON_SENTENCES[name]) == grammar.PHENOMENA[name]
 
 
 @pytest.mark.parametrize(

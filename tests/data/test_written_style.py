@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from tf_transformer.data.sample import SPLIT_SIZES, sample_pairs
-from tf_transformer.data.written_style import written, written_pair
+from tf_transformer.data.sample.written_style import written, written_pair
 from tf_transformer.inference.evaluate import ted_style
 from tf_transformer.text.detokenize import attach_punctuation
 
