@@ -8,13 +8,8 @@ import tensorflow as tf
 
 from tf_transformer.data import make_batches, padded_batches, padding_fraction
 from tf_transformer.data.pipeline import bucket_batch_sizes, default_bucket_boundaries
-from tf_transformer.text.tokenizers import (
-    END_ID,
-    RESERVED_TOKENS,
-    START_ID,
-    LanguageTokenizer,
-    write_vocab,
-)
+from tf_transformer.text.language_tokenizer import LanguageTokenizer
+from tf_transformer.text.tokenizers import END_ID, RESERVED_TOKENS, START_ID, write_vocab
 
 
 class _NumberTokenizer:
