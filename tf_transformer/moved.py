@@ -54,7 +54,10 @@ MOVED_MODULES: dict[str, tuple[str, ...]] = {
 
 # Old modules that are still there (or became packages) -> the modules names left them for.
 MOVED_NAMES: dict[str, tuple[str, ...]] = {
-    f"{_P}training.policies": (f"{_P}training.policies.standard",),
+    f"{_P}training.policies": (
+        f"{_P}training.policies.standard",
+        f"{_P}training.policies.progress",
+    ),
     f"{_P}training.fit": (f"{_P}training.fit.model_fit",),
     f"{_P}training.checkpoints": (f"{_P}training.policies.stop_signal",),
     f"{_P}training.session": (f"{_P}training.policies.assembly",),

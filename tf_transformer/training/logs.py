@@ -16,7 +16,7 @@ from collections.abc import Callable
 import tensorflow as tf
 from tqdm.auto import tqdm
 
-from tf_transformer.training.policies.standard import Policy, Progress
+from tf_transformer.training.policies.progress import Policy, Progress
 
 
 def write_scalar(name: str, value: float, step: int) -> None:

@@ -15,7 +15,8 @@ from tf_transformer.run_dir import RunDir
 from tf_transformer.training.checkpoints import TrainState, restore_newest
 from tf_transformer.training.distribute import Workers
 from tf_transformer.training.logs import OnStep, ProgressBar, Totals, TrainSummaries, file_writer
-from tf_transformer.training.policies.standard import NonFiniteLossError, Progress
+from tf_transformer.training.policies.progress import Progress
+from tf_transformer.training.policies.standard import NonFiniteLossError
 from tf_transformer.training.policies.validate_every import Validate
 from tf_transformer.training.result import TrainResult
 from tf_transformer.training.session import Session, WorkerLostError, write_run_config

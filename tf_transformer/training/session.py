@@ -19,7 +19,7 @@ from tf_transformer.training.checkpoints import make_checkpoint_manager
 from tf_transformer.training.distribute import Workers, describe_lost_worker, get_strategy
 from tf_transformer.training.logs import file_writer
 from tf_transformer.training.policies.assembly import TrainingPolicies
-from tf_transformer.training.policies.standard import Progress
+from tf_transformer.training.policies.progress import Progress
 from tf_transformer.training.policies.stop_signal import StopSignal
 
 

@@ -15,7 +15,8 @@ from tf_transformer.config import TrainConfig
 from tf_transformer.training.fit.optimizer import fit_optimizer
 from tf_transformer.training.loop import train
 from tf_transformer.training.policies.budget import Budget
-from tf_transformer.training.policies.standard import CoolDown, FitProgress, Progress, StopRules
+from tf_transformer.training.policies.progress import FitProgress, Progress
+from tf_transformer.training.policies.standard import CoolDown, StopRules
 from tf_transformer.training.policies.stop_signal import StopSignal
 from tf_transformer.training.step.schedule import (
     Cooldown,

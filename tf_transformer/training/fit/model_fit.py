@@ -22,7 +22,7 @@ from tf_transformer.training.checkpoints import restore_newest
 from tf_transformer.training.distribute import Workers, distribute_batches, num_workers
 from tf_transformer.training.fit.backup import BackupAndRestore
 from tf_transformer.training.fit.optimizer import fit_optimizer
-from tf_transformer.training.policies.standard import FitProgress, Progress
+from tf_transformer.training.policies.progress import FitProgress, Progress
 from tf_transformer.training.policies.validate_every import Validate
 from tf_transformer.training.result import TrainResult
 from tf_transformer.training.session import Session

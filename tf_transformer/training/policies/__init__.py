@@ -1,7 +1,8 @@
 """The training policies, written once for the custom loop and `model.fit` (Keras callbacks).
 
-- `standard`: where the run stands (`Progress`), the `Policy` base, and the policies every call
-  has: stop rules, cool-down, checkpoints, the non-finite loss check.
+- `progress`: where the run stands (`Progress`) and the `Policy` base;
+- `standard`: the policies every call has: stop rules, cool-down, checkpoints, the non-finite
+  loss check.
 - `budget`: the limits (steps, minutes, epochs); `stop_signal`: SIGINT/SIGTERM as a flag.
 - `validate_every`: dev BLEU every N steps; `average_last`: the averaged checkpoint at the end.
 - `assembly`: `TrainingPolicies`, the policies of one call, in their order.
@@ -11,5 +12,5 @@ from tf_transformer.moved import moved_name
 
 
 def __getattr__(name: str):
-    # `tf_transformer.training.policies` was one module; its names live in `.standard`.
+    # `tf_transformer.training.policies` was one module; its names live in `.standard` and `.progress`.
     return moved_name(__name__, name)

@@ -10,11 +10,11 @@ import tensorflow as tf
 
 from tf_transformer.training.policies.average_last import AverageLast
 from tf_transformer.training.policies.budget import Budget
+from tf_transformer.training.policies.progress import Progress
 from tf_transformer.training.policies.standard import (
     Checkpoints,
     CoolDown,
     NonFiniteLoss,
-    Progress,
     StopRules,
 )
 from tf_transformer.training.policies.stop_signal import StopSignal

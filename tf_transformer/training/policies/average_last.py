@@ -8,7 +8,7 @@ from tqdm.auto import tqdm
 from tf_transformer.config import ModelConfig
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training.checkpoints import average_checkpoints
-from tf_transformer.training.policies.standard import Policy, Progress
+from tf_transformer.training.policies.progress import Policy, Progress
 from tf_transformer.training.policies.validate_every import ValidateEvery
 from tf_transformer.training.result import StopReason
 from tf_transformer.training.step.build import build_model

@@ -9,7 +9,7 @@ import tensorflow as tf
 from tqdm.auto import tqdm
 
 from tf_transformer.training.distribute import Workers
-from tf_transformer.training.policies.standard import Policy, Progress
+from tf_transformer.training.policies.progress import Policy, Progress
 from tf_transformer.training.result import StopReason
 
 if TYPE_CHECKING:
