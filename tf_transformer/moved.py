@@ -18,55 +18,56 @@ import importlib.machinery
 import sys
 import types
 
-_P = "tf_transformer."
-
-# Old module path -> the modules its names now live in (looked up in this order).
-MOVED_MODULES: dict[str, tuple[str, ...]] = {
-    f"{_P}training.runner": (f"{_P}training.start.entry", f"{_P}training.start.inputs"),
-    f"{_P}training.run_lock": (f"{_P}training.start.lock",),
-    f"{_P}training.resume": (f"{_P}training.start.resume",),
-    f"{_P}training.epoch_loop": (f"{_P}training.loop",),
-    f"{_P}training.summaries": (f"{_P}training.logs",),
-    f"{_P}training.train_step": (f"{_P}training.step.train_step",),
-    f"{_P}training.losses": (f"{_P}training.step.losses",),
-    f"{_P}training.schedule": (f"{_P}training.step.schedule",),
-    f"{_P}training.mixed_precision": (
-        f"{_P}training.step.mixed_precision",
-        f"{_P}training.step.build",
-    ),
-    f"{_P}training.budget": (f"{_P}training.policies.budget",),
-    f"{_P}training.validate_every": (f"{_P}training.policies.validate_every",),
-    f"{_P}training.average_last": (f"{_P}training.policies.average_last",),
-    f"{_P}training.fit_backup": (f"{_P}training.fit.backup",),
-    f"{_P}training.fit_optimizer": (f"{_P}training.fit.optimizer",),
-    f"{_P}data.sample_lexicon": (f"{_P}data.sample.lexicon",),
-    f"{_P}data.written_style": (f"{_P}data.sample.written_style",),
-    f"{_P}inference.search": (f"{_P}inference.decoding.search",),
-    f"{_P}inference.greedy": (f"{_P}inference.decoding.greedy",),
-    f"{_P}inference.beam_search": (f"{_P}inference.decoding.beam",),
-    f"{_P}inference.export": (f"{_P}inference.serving.export",),
-    f"{_P}inference.warmup": (f"{_P}inference.serving.warmup",),
-    f"{_P}inference.versions": (f"{_P}inference.serving.versions",),
-    f"{_P}inference.graph_ops": (f"{_P}inference.serving.graph_ops",),
-    f"{_P}inference.grpc_client": (f"{_P}inference.serving.grpc_client",),
-    f"{_P}inference.ctranslate2_export": (f"{_P}inference.serving.ctranslate2_export",),
-}
+# Old module path -> the modules its names now live in (looked up in this order); under
+# `tf_transformer.`.
+_MOVED_MODULES = """
+training.runner             training.start.entry  training.start.inputs
+training.run_lock           training.start.lock
+training.resume             training.start.resume
+training.epoch_loop         training.loop
+training.summaries          training.logs
+training.train_step         training.step.train_step
+training.losses             training.step.losses
+training.schedule           training.step.schedule
+training.mixed_precision    training.step.mixed_precision  training.step.build
+training.budget             training.policies.budget
+training.validate_every     training.policies.validate_every
+training.average_last       training.policies.average_last
+training.fit_backup         training.fit.backup
+training.fit_optimizer      training.fit.optimizer
+data.sample_lexicon         data.sample.lexicon
+data.written_style          data.sample.written_style
+inference.search            inference.decoding.search
+inference.greedy            inference.decoding.greedy
+inference.beam_search       inference.decoding.beam
+inference.export            inference.serving.export
+inference.warmup            inference.serving.warmup
+inference.versions          inference.serving.versions
+inference.graph_ops         inference.serving.graph_ops
+inference.grpc_client       inference.serving.grpc_client
+inference.ctranslate2_export  inference.serving.ctranslate2_export
+"""
 
 # Old modules that are still there (or became packages) -> the modules names left them for.
-MOVED_NAMES: dict[str, tuple[str, ...]] = {
-    f"{_P}training.policies": (
-        f"{_P}training.policies.standard",
-        f"{_P}training.policies.progress",
-    ),
-    f"{_P}training.fit": (f"{_P}training.fit.model_fit",),
-    f"{_P}training.checkpoints": (f"{_P}training.policies.stop_signal",),
-    f"{_P}training.session": (f"{_P}training.policies.assembly",),
-    f"{_P}inference.decoding": (f"{_P}inference.decoding.cached_decode",),
-    f"{_P}inference.serving": (
-        f"{_P}inference.serving.client",
-        f"{_P}inference.serving.rest_client",
-    ),
-}
+_MOVED_NAMES = """
+training.policies           training.policies.standard  training.policies.progress
+training.fit                training.fit.model_fit
+training.checkpoints        training.policies.stop_signal
+training.session            training.policies.assembly
+inference.decoding          inference.decoding.cached_decode
+inference.serving           inference.serving.client  inference.serving.rest_client
+"""
+
+
+def _table(text: str) -> dict[str, tuple[str, ...]]:
+    rows = (line.split() for line in text.strip().splitlines())
+    return {
+        f"tf_transformer.{old}": tuple(f"tf_transformer.{n}" for n in new) for old, *new in rows
+    }
+
+
+MOVED_MODULES = _table(_MOVED_MODULES)
+MOVED_NAMES = _table(_MOVED_NAMES)
 
 
 def _warn(old: str, new: str) -> None:

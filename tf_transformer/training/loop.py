@@ -175,14 +175,7 @@ def train(
       WorkerLostError: another worker of a multi-worker job stopped.
       ValueError: `run_dir` holds checkpoints of a different model configuration.
     """
-    session = Session.open(
-        RunDir.of(run_dir),
-        model_config,
-        train_config,
-        data=data,
-        strategy=strategy,
-        workers=workers,
-    )
+    session = Session.open(RunDir.of(run_dir), model_config, train_config, data, strategy, workers)
     run, strategy, chief = session.run, session.strategy, session.chief
     with strategy.scope():
         model = build_model(model_config, train_config.mixed_precision)

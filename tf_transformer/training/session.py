@@ -84,7 +84,6 @@ class Session:
         run: RunDir,
         model_config: ModelConfig,
         train_config: TrainConfig,
-        *,
         data: dict | None = None,
         strategy: tf.distribute.Strategy | None = None,
         workers: Workers | None = None,

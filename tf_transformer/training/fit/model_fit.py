@@ -169,14 +169,7 @@ def fit(
       NonFiniteLossError: the loss became NaN/inf (the last good checkpoint is kept).
       WorkerLostError: another worker of a multi-worker job stopped.
     """
-    session = Session.open(
-        RunDir.of(run_dir),
-        model_config,
-        train_config,
-        data=data,
-        strategy=strategy,
-        workers=workers,
-    )
+    session = Session.open(RunDir.of(run_dir), model_config, train_config, data, strategy, workers)
     run, strategy, chief = session.run, session.strategy, session.chief
     with strategy.scope():
         model = compile_model(build_model(model_config, train_config.mixed_precision), train_config)
