@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
 
 def translate_with_server(args: argparse.Namespace) -> int:
     """`--server URL`: the sentences go to TF Serving's Predict, over REST or gRPC
-    (`inference.serving`, `inference.grpc_client`)."""
+    (`inference.serving.rest_client`, `inference.serving.grpc_client`)."""
     from tf_transformer.inference.load import open_translator
     from tf_transformer.inference.serving.client import ServingError
 

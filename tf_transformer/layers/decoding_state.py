@@ -45,7 +45,7 @@ class DecodingState:
 
     def carried(self) -> tuple[Any, Any, Any]:
         """`(per_beam, per_sentence, in_place)`: the nests a search loop carries from one step
-        to the next (`inference.search.SplitCache`'s parts: reordered with the beams, shared by
+        to the next (`inference.decoding.search.SplitCache`'s parts: reordered with the beams, shared by
         a sentence's beams, tiled but never reordered)."""
         per_beam, in_place = self.cache.split()
         return per_beam, (self.cross, self.cross_bias), in_place

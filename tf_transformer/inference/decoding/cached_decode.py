@@ -2,7 +2,7 @@
 
 `model_logits_fn` turns a model and a batch of sources into the `logits_fn(ids, step, cache)`
 seam (encoder once, key/value cache); `make_decode_fn` wraps a strategy (greedy or beam search,
-`inference.greedy` / `inference.beam_search`) and the adapter into one `tf.function`.
+`decoding.greedy` / `decoding.beam`) and the adapter into one `tf.function`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Greedy search over the `logits_fn(ids, step, cache)` seam (see `inference.search`)."""
+"""Greedy search over the `logits_fn(ids, step, cache)` seam (see `inference.decoding.search`)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 `fit` trains with Keras' own step and loop, and with the same policies as the custom loop
 (`training.policies`: stopping, cooldown, checkpoints, dev BLEU every `eval_every` steps with
 `checkpoints/best/` and patience, averaging), beside Keras' `TensorBoard`, `ModelCheckpoint`
-and `BackupAndRestore`. Its optimizer (Keras' gradient accumulation) is in `fit_optimizer`.
+and `BackupAndRestore`. Its optimizer (Keras' gradient accumulation) is in `training.fit.optimizer`.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def make_callbacks(
       `fit/model.keras`, the best by `val_loss` when there is validation data;
     - `BackupAndRestore` in `fit/backup`, so an interrupted `fit` resumes at its epoch; when
       the backup is torn, `restore()` restores the checkpoint to resume from instead (see
-      `fit_backup`);
+      `training.fit.backup`);
     - `EarlyStopping` on `val_loss` when `early_stopping_patience` is given (needs validation).
     """
     paths = fit_paths(run_dir)
@@ -139,7 +139,7 @@ def fit(
 
     It resumes from the run's newest whole checkpoint (torn ones passed over, as in the
     custom loop), at the start of that checkpoint's epoch; Keras' backup of a killed `fit`
-    replaces it when the backup is whole (see `fit_backup`).
+    replaces it when the backup is whole (see `training.fit.backup`).
 
     Under a multi-replica strategy each replica trains whole batches of its own (see
     `tf_transformer.training.distribute`). Under a multi-worker one only the chief writes the
@@ -202,7 +202,7 @@ def fit(
     # and builds the loss and metrics when it traces its step.
     model._distribute_strategy = None
     # The newest whole checkpoint (torn ones passed over), at the start of its epoch; Keras'
-    # backup, when there is one and it is whole, replaces it in `fit` (see `fit_backup`).
+    # backup, when there is one and it is whole, replaces it in `fit` (see `training.fit.backup`).
     latest = restore_newest(manager.checkpoint, run.checkpoints_path)
     initial_epoch = status.epoch if latest else 0
 

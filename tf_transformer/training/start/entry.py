@@ -49,7 +49,7 @@ def run(
     sizes from them and trains. A run directory that already has a config.json is resumed (unless
     `overwrite`): its tokenizers, model and training configurations and data are used (`data`
     may say where the same corpus lives now), and the checkpoints carry on from the last one.
-    A resume may change only the limits and how the run runs (`training.resume.RESUMABLE`,
+    A resume may change only the limits and how the run runs (`training.start.resume.RESUMABLE`,
     e.g. a higher `max_steps`); a `model_config` or `train_config` that differs otherwise is
     refused. The custom loop and `model.fit` share everything but the step itself.
 
@@ -63,7 +63,7 @@ def run(
       overwrite: delete what `run_dir` holds and start over; done only once the data has
         loaded, so a corpus that fails to load leaves the old run as it was.
       train_changes: `TrainConfig` fields to change (e.g. the limits of a resumed run); a
-        `max_steps` without `epochs` lifts the epoch limit (`training.resume`).
+        `max_steps` without `epochs` lifts the epoch limit (`training.start.resume`).
       train_pairs, validation_pairs: `(source, target)` string pairs to use instead of loading
         `data`'s splits (e.g. a subset, or several corpora joined); `data` still names the
         languages and is recorded.
