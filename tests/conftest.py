@@ -35,8 +35,12 @@ def module_group(module_path: str) -> str:
 
 def declared_cost(item: pytest.Item) -> float:
     """What a test module declares it costs in `make test`, in seconds on the 2-core machine:
-    `pytestmark = pytest.mark.cost(SECONDS)` (measured, rounded; 0 when not declared, for the
-    modules of a few seconds)."""
+    `pytestmark = pytest.mark.cost(SECONDS)`, 0 when not declared (the modules of a few seconds).
+
+    The figures are one `make test --durations=0` run (setup, call and teardown of a module's
+    tests added, rounded to 10 s), measured while other work shared the machine: about 5 times
+    a quiet run, the same for all, so only their order counts. A new module of more than ~20 s
+    declares its own."""
     marker = item.getparent(pytest.Module).get_closest_marker("cost")
     return float(marker.args[0]) if marker else 0.0
 

@@ -6,7 +6,11 @@ import subprocess
 import sys
 from collections import defaultdict
 
+import pytest
+
 from tests.conftest import REPO_ROOT, module_group
+
+pytestmark = pytest.mark.cost(40)  # seconds in make test (measured)
 
 
 def test_modules_sharing_the_cached_export_form_one_group():

@@ -12,6 +12,8 @@ import tensorflow as tf
 from tf_transformer.config import DataConfig
 from tf_transformer.data import load_dataset
 
+pytestmark = pytest.mark.cost(120)  # seconds in make test (measured)
+
 
 def _pairs(dataset):
     return [(a.decode(), b.decode()) for a, b in dataset.as_numpy_iterator()]

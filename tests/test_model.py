@@ -16,6 +16,8 @@ from tf_transformer.layers import (
 )
 from tf_transformer.model import Transformer
 
+pytestmark = pytest.mark.cost(50)  # seconds in make test (measured)
+
 SRC = tf.constant([[5, 6, 7, 8], [9, 4, 0, 0]], tf.int64)
 TGT = tf.constant([[2, 11, 12, 13, 14], [2, 15, 16, 0, 0]], tf.int64)
 SRC_LEN = [4, 2]

@@ -11,6 +11,8 @@ import pytest
 
 from tf_transformer.data.sample import sample_pairs
 
+pytestmark = pytest.mark.cost(260)  # seconds in make test (measured)
+
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "bench" / "quality.py"
 # The layout bench/quality.py reads from ../shared/data: folders of aligned {split}.pt/.en files.

@@ -16,6 +16,8 @@ from tf_transformer.run_dir import RunDir
 from tf_transformer.text.tokenizers import RESERVED_TOKENS, Tokenizers, write_vocab
 from tf_transformer.training.start.inputs import check_shared_embeddings
 
+pytestmark = pytest.mark.cost(100)  # seconds in make test (measured)
+
 SENTENCES = ["o gato está na mesa .", "eu gosto de livros ."]
 MODEL = get_preset("tiny").replace(share_embeddings=True)
 TRAIN = TrainConfig(

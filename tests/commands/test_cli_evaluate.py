@@ -9,7 +9,7 @@ import pytest
 from tests.export_helpers import tiny_export, tiny_run_dir
 from tf_transformer.inference.load import open_translator, saved_model_version
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.cost(260)]
 
 
 def cli(*args, stdin=None):

@@ -10,7 +10,7 @@ from tests.export_helpers import tiny_export, tiny_run_dir
 from tf_transformer import cli
 from tf_transformer.inference.serving.warmup import read_warmup_requests
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.cost(40)]
 
 
 def _snapshot(directory):

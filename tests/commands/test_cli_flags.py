@@ -21,7 +21,7 @@ from tf_transformer.config import (
 )
 from tf_transformer.run_dir import RunDir
 
-BASE_CONFIG = Path(__file__).parent / "fixtures" / "base_run_config.json"
+BASE_CONFIG = Path(__file__).parents[1] / "fixtures" / "base_run_config.json"
 
 
 @pytest.fixture(autouse=True)

@@ -5,6 +5,8 @@ import pytest
 from tf_transformer.cli import build_parser, main
 from tf_transformer.commands.train import configs_from_args
 
+pytestmark = pytest.mark.cost(120)  # seconds in make test (measured)
+
 
 def _error_lines(capsys) -> list[str]:
     return [line for line in capsys.readouterr().err.splitlines() if "error" in line]

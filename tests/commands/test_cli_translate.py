@@ -10,6 +10,8 @@ from tests.inference.test_translator import MAX_LENGTH, tiny_translator
 from tf_transformer.run_dir import RunDir
 from tf_transformer.weights import model_checkpoint
 
+pytestmark = pytest.mark.cost(100)  # seconds in make test (measured)
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ARGS_SENTENCES = ["o carro vermelho é novo .", "nós comemos ."]
 STDIN_LINES = ["ela comprou as maçãs ?", "", "os gatos pretos não são meus ."]

@@ -11,6 +11,8 @@ from tf_transformer.data.concatenation import add_concatenations
 from tf_transformer.text.tokenizers import build_tokenizers
 from tf_transformer.training.start.inputs import epoch_batches
 
+pytestmark = pytest.mark.cost(30)  # seconds in make test (measured)
+
 SOURCES = [f"fonte {i}." for i in range(40)]
 TARGETS = [f"target {i}." for i in range(40)]
 

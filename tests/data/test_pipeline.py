@@ -11,6 +11,8 @@ from tf_transformer.data.pipeline import bucket_batch_sizes, default_bucket_boun
 from tf_transformer.text.language_tokenizer import LanguageTokenizer
 from tf_transformer.text.tokenizers import END_ID, RESERVED_TOKENS, START_ID, write_vocab
 
+pytestmark = pytest.mark.cost(20)  # seconds in make test (measured)
+
 
 class _NumberTokenizer:
     """Test double: "5 6 7" → [START, 5, 6, 7, END], so lengths and ids are exact."""

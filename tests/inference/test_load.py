@@ -8,7 +8,7 @@ import pytest
 from tests.export_helpers import BEAM_SIZE, MAX_LENGTH, SENTENCES, tiny_export, tiny_run_dir
 from tf_transformer.inference.load import open_translator
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.cost(60)]
 
 
 @pytest.fixture(scope="module")

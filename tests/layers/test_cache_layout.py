@@ -8,6 +8,8 @@ from tf_transformer.layers.attention import MATMUL
 from tf_transformer.layers.cache_layout import KVCache
 from tf_transformer.model import Transformer
 
+pytestmark = pytest.mark.cost(40)  # seconds in make test (measured)
+
 
 class OneHotLayout:
     """A third cache layout, written here only: heads merged `(rows, len, d_model)`, a position

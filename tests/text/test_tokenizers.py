@@ -26,6 +26,8 @@ from tf_transformer.text.tokenizers import (
     write_vocab,
 )
 
+pytestmark = pytest.mark.cost(160)  # seconds in make test (measured)
+
 SHARED = Path(__file__).resolve().parents[2] / ".." / "shared"
 TATOEBA = SHARED / "data" / "tatoeba_pt_en"
 FAST_LEARN = {"num_iterations": 1}  # one pass of the threshold search: small corpora, fast tests

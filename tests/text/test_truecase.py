@@ -1,6 +1,7 @@
 """Sentence-initial truecasing of the target (`TrainConfig.truecase_target`): which words are
 lowered, the graph ops that lower and capitalise, and the tokenizers that use them."""
 
+import pytest
 import tensorflow as tf
 
 from tf_transformer.cli import build_parser
@@ -12,6 +13,8 @@ from tf_transformer.text.truecase import (
     capitalize_first_letter,
     learn_first_words,
 )
+
+pytestmark = pytest.mark.cost(40)  # seconds in make test (measured)
 
 ENGLISH = [
     "The car is new.",

@@ -21,6 +21,8 @@ from tf_transformer.training.step.build import build_model
 from tf_transformer.training.step.schedule import make_optimizer
 from tf_transformer.training.step.train_step import TrainStep
 
+pytestmark = pytest.mark.cost(60)  # seconds in make test (measured)
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VOCAB = 16
 MODEL = get_preset("tiny").replace(input_vocab_size=VOCAB, target_vocab_size=VOCAB)

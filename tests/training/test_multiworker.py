@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.cost(210)  # seconds in make test (measured)
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STEPS = 30
 # 256-token batches of ~10-token sentences: ~28 batches of different sizes an epoch. The

@@ -25,6 +25,8 @@ from tf_transformer.training.step.build import build_model
 from tf_transformer.training.validation import BestCheckpoint, Evaluation, Validator
 from tf_transformer.weights import model_checkpoint
 
+pytestmark = pytest.mark.cost(70)  # seconds in make test (measured)
+
 EVAL_SENTENCES = 20
 
 

@@ -15,6 +15,8 @@ from tf_transformer.inference.decoding.greedy import greedy_decode
 from tf_transformer.inference.decoding.search import write_column
 from tf_transformer.model import Transformer
 
+pytestmark = pytest.mark.cost(300)  # seconds in make test (measured)
+
 PAD, UNK, START, END, A, B, C = range(7)
 VOCAB = 7
 

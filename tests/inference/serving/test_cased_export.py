@@ -24,7 +24,7 @@ from tf_transformer.text.detokenize import attach_punctuation
 from tf_transformer.text.tokenizers import UNK_ID, build_tokenizers
 from tf_transformer.text.truecase import capitalize_first_letter
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.cost(190)]
 
 MAX_LENGTH = 8
 SENTENCES = [

@@ -10,6 +10,8 @@ from tf_transformer.inference.serving.ctranslate2_export import export_ctranslat
 from tf_transformer.model import Transformer
 from tf_transformer.text.special_tokens import END_ID, RESERVED_TOKENS
 
+pytestmark = pytest.mark.cost(30)  # seconds in make test (measured)
+
 ctranslate2 = pytest.importorskip("ctranslate2")
 
 MAX_LENGTH = 12

@@ -27,7 +27,7 @@ from tf_transformer.inference.serving.graph_ops import (
 )
 from tf_transformer.inference.serving.versions import existing_versions, next_version, write_version
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.cost(30)]
 VENV_BIN = Path(sys.executable).parent
 
 # Loads the export with nothing but tensorflow and tensorflow_text, and reports what it imported.

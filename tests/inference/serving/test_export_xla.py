@@ -31,7 +31,7 @@ from tf_transformer.inference.serving.warmup import (
     write_warmup_requests,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.cost(50)]
 
 # Loads the XLA export with nothing but tensorflow and tensorflow_text and decodes a batch of 3
 # (padded to 4 inside the graph) with both decoding signatures.

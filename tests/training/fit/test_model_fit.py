@@ -13,6 +13,8 @@ from tf_transformer.training.step.losses import MaskedSparseCrossEntropy
 from tf_transformer.training.step.schedule import WarmupSchedule, make_optimizer
 from tf_transformer.training.step.train_step import TrainStep
 
+pytestmark = pytest.mark.cost(40)  # seconds in make test (measured)
+
 
 def _weights(model) -> list[np.ndarray]:
     return [w.numpy() for w in model.weights]

@@ -9,6 +9,8 @@ from tests.training.test_loop import MODEL, TRAIN, copy_task
 from tf_transformer.config import TrainConfig
 from tf_transformer.training.loop import train
 
+pytestmark = pytest.mark.cost(30)  # seconds in make test (measured)
+
 
 def test_max_minutes_stops_after_the_first_step_and_averages(tmp_path):
     config = TRAIN.replace(max_minutes=1e-6, average_last=2, checkpoint_every=1)

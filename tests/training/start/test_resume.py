@@ -46,7 +46,7 @@ def test_the_model_is_kept_its_vocabulary_sizes_are_filled_in():
 @pytest.fixture
 def stored_run(tmp_path):
     """A run directory with only its config.json (a refused resume reads nothing else)."""
-    fixture = Path(__file__).parent / "fixtures" / "base_run_config.json"
+    fixture = Path(__file__).parents[2] / "fixtures" / "base_run_config.json"
     (tmp_path / "run").mkdir()
     shutil.copy(fixture, tmp_path / "run" / "config.json")
     return tmp_path / "run"

@@ -16,6 +16,8 @@ from tf_transformer.training.step.losses import masked_loss_sum
 from tf_transformer.training.step.schedule import WarmupSchedule, make_optimizer
 from tf_transformer.training.step.train_step import TrainStep
 
+pytestmark = pytest.mark.cost(40)  # seconds in make test (measured)
+
 # Adam's first update is `lr * sqrt(1 - beta_2) * g / (sqrt(1 - beta_2) |g| + epsilon)`: with a
 # huge epsilon (and a learning rate as huge) it is linear in the gradient `g`, so updates
 # compare like gradients.
