@@ -99,7 +99,7 @@ def test_best_checkpoint_holds_the_best_weights_and_their_real_scores(sample_run
     model = run.load_model("best")
     _assert_same_weights(model, run.load_model(f"{run.checkpoints_path}/ckpt-{best['step']}"))
     # The recorded scores are the real translator's and sacreBLEU's on the dev subset.
-    cap = min(run.train_config().max_tokens, model.max_length)
+    cap = min(run.train_config().max_tokens, model.config.max_length)
     translator = Translator(
         run.load_tokenizers(), model, beam_size=1, max_source_tokens=cap, max_new_tokens=cap
     )

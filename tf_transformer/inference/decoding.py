@@ -155,7 +155,7 @@ def make_decode_fn(
     @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int64)])
     def decode_fn(src):
         if jit_compile and not recompute:
-            src = pad_to_multiple(src, SRC_LENGTH_BUCKET, limit=model.max_length)
+            src = pad_to_multiple(src, SRC_LENGTH_BUCKET, limit=model.config.max_length)
         return trim(core(src))
 
     return decode_fn

@@ -49,7 +49,7 @@ class Translator(tf.Module):
       tokenizers: a `Tokenizers` module (or a loaded one) with `.source` and `.target`.
       model: a `tf_transformer.model.Transformer`.
       config: the decoding settings (`DecodeConfig`: beam size, length penalty and both caps;
-        the caps default to `min(128, model.max_length)`).
+        the caps default to `min(128, model.config.max_length)`).
       beam_size, length_penalty, max_source_tokens, max_new_tokens: shorthands for the
         `config` fields of those names.
       jit_compile: XLA-compile the decoding loop (recompiles per input shape).
@@ -81,7 +81,7 @@ class Translator(tf.Module):
             "max_new_tokens": max_new_tokens,
         }
         changes = {key: value for key, value in changes.items() if value is not None}
-        config = (config or DecodeConfig()).replace(**changes).resolved(model.max_length)
+        config = (config or DecodeConfig()).replace(**changes).resolved(model.config.max_length)
         self.config = config
         self.tokenizers = tokenizers
         self.model = model

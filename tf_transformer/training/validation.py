@@ -208,7 +208,7 @@ class Validator:
         """
         if self._translator is None:
             copy = build_model(model.config)
-            max_tokens = min(self.max_tokens, copy.max_length)
+            max_tokens = min(self.max_tokens, copy.config.max_length)
             self._translator = Translator(
                 self.tokenizers,
                 copy,
