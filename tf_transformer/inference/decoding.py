@@ -99,7 +99,7 @@ def make_decode_fn(
     *,
     max_new_tokens: int,
     beam_size: int = 1,
-    length_penalty: float = DecodeConfig.length_penalty,
+    length_penalty: float = DecodeConfig.DEFAULT_LENGTH_PENALTY,
     min_length: int = 0,
     return_all_beams: bool = False,
     jit_compile: bool = False,
