@@ -95,6 +95,11 @@ def evaluation_data(args: argparse.Namespace) -> tuple[DataConfig, str]:
         raise CLIError(
             f"{run.config_path} records no dataset: pass --dataset sample|ted_hrlr|PATH."
         )
+    if data.is_mix:
+        raise CLIError(
+            f"{run.config_path} records {len(data.dataset)} corpora (a mix): pass --dataset "
+            "with the one to score on."
+        )
     return data.replace(**paths), f"the run's dataset, from {run.config_path}"
 
 
@@ -109,12 +114,13 @@ def run(args: argparse.Namespace) -> int:
         )
     from tf_transformer.inference.evaluate import evaluate
 
-    print(f"dataset: {data.dataset} ({source}), split {args.split}", flush=True)
+    (spec,) = data.dataset
+    print(f"dataset: {spec} ({source}), split {args.split}", flush=True)
     dataset = data.load(args.split)
     if args.limit:
         dataset = dataset.take(args.limit)
     pairs = [(pt.decode(), en.decode()) for pt, en in dataset.as_numpy_iterator()]
-    name = Path(data.dataset).name or "data"
+    name = Path(spec).name or "data"
     # Beside a run; in the working directory for a SavedModel (its version dir stays clean).
     where = Path(".") if saved_model_version(args.model) else Path(args.model)
     output = Path(args.output or where / f"hypotheses.{name}.{args.split}.txt")
@@ -125,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         hypotheses_path=output,
         progress=not args.quiet,
     )
-    print(f"{data.dataset} {args.split} with {translator.description}")
+    print(f"{spec} {args.split} with {translator.description}")
     print(scores.summary())
     print(f"hypotheses: {output}")
     headline = {"bleu": scores.bleu, "bleu_lc": scores.bleu_lc, "chrf": scores.chrf}

@@ -15,6 +15,8 @@ import tensorflow as tf
 
 from tf_transformer.config import DataConfig, ModelConfig, TrainConfig
 from tf_transformer.data.concatenation import add_concatenations
+from tf_transformer.data.dev_sets import load_dev_sets
+from tf_transformer.data.mix import Mix
 from tf_transformer.data.pipeline import make_batches
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training.distribute import get_strategy, is_chief
@@ -23,7 +25,13 @@ from tf_transformer.training.resume import apply_train_changes, resumed_configs
 from tf_transformer.training.run_lock import clear_run_dir, holding_run_lock
 
 
-def epoch_batches(pairs: tf.data.Dataset, tokenizers, train_config: TrainConfig) -> Callable:
+def epoch_batches(
+    pairs: tf.data.Dataset | Mix,
+    tokenizers,
+    train_config: TrainConfig,
+    *,
+    on_mix: Callable[[int, dict[str, int]], None] | None = None,
+) -> Callable:
     """The training batches: a function `epoch -> batches`, shuffled with `seed + epoch`.
 
     The custom loop asks for each epoch's batches (a resumed run rebuilds epoch k's order
@@ -31,15 +39,22 @@ def epoch_batches(pairs: tf.data.Dataset, tokenizers, train_config: TrainConfig)
     `concat_fraction`, each epoch adds its own joined pairs (`model.fit`: epoch 0's, every pass).
 
     Args:
-      pairs: `(source, target)` string pairs.
+      pairs: `(source, target)` string pairs, or a `Mix` of corpora: each epoch then draws its
+        own mix (seed `seed + epoch`).
       tokenizers: a `Tokenizers` with `.source` and `.target`.
       train_config: supplies max_tokens, token_budget, shuffle_buffer, seed and
         concat_fraction.
+      on_mix: with a `Mix`, called with each epoch and its pairs per corpus (`Mix.shares`).
     """
 
     def batches(epoch: int) -> tf.data.Dataset:
+        drawn = pairs
+        if isinstance(pairs, Mix):
+            drawn = pairs.pairs(train_config.seed + epoch)
+            if on_mix is not None:
+                on_mix(epoch, pairs.shares(train_config.seed + epoch))
         epoch_pairs = add_concatenations(
-            pairs,
+            drawn,
             train_config.concat_fraction,
             seed=2 * (train_config.seed + epoch),  # two shuffles per epoch, none shared
             shuffle_buffer=train_config.shuffle_buffer,
@@ -76,10 +91,12 @@ def prepare_tokenizers(
     *,
     reuse: bool = True,
     save: bool = True,
+    progress: bool = False,
 ):
     """The run's tokenizers: reloaded when the run has them (and `reuse`), else learnt from
     `pairs` and saved (when `save`: the other workers of a multi-worker job learn the same
-    ones without saving, and never read what the chief may be writing)."""
+    ones without saving, and never read what the chief may be writing), with progress bars
+    when `progress`."""
     from tf_transformer.text.tokenizers import build_tokenizers
 
     if reuse and run.tokenizers_path.is_dir():
@@ -93,6 +110,7 @@ def prepare_tokenizers(
         lower_case_source=train_config.lower_case_source,
         truecase_target=train_config.truecase_target,
         shared_vocab=train_config.shared_vocab,
+        progress=progress,
     )
     if save:
         tokenizers.save(str(run.tokenizers_path))
@@ -113,6 +131,29 @@ def check_shared_embeddings(model_config: ModelConfig, tokenizers=None) -> None:
             "(--no-share-embeddings)"
             + ("." if tokenizers is None else "; this run's tokenizers have two.")
         )
+
+
+class MixLog:
+    """Logs each epoch's pairs per corpus of a mix: a line (when `verbose`) and
+    `logs/mix.json` (`{"names", "weights", "sizes", "epochs": {epoch: {name: pairs}}}`)."""
+
+    def __init__(self, run: RunDir, mix: Mix, *, verbose: bool = True):
+        self.path = run.root / "logs" / "mix.json"
+        self.mix, self.verbose = mix, verbose
+
+    def __call__(self, epoch: int, counts: dict[str, int]) -> None:
+        import json
+
+        from tqdm.auto import tqdm
+
+        from tf_transformer.atomic_files import write_json
+
+        if self.verbose:
+            tqdm.write(f"epoch {epoch + 1} {self.mix.describe(counts)}")
+        record = {"names": self.mix.names, "weights": self.mix.weights, "sizes": self.mix.sizes}
+        epochs = json.loads(self.path.read_text())["epochs"] if self.path.is_file() else {}
+        epochs[str(epoch)] = counts
+        write_json(self.path, {**record, "epochs": epochs})
 
 
 @holding_run_lock
@@ -153,7 +194,7 @@ def run(
       train_changes: `TrainConfig` fields to change (e.g. the limits of a resumed run); a
         `max_steps` without `epochs` lifts the epoch limit (`training.resume`).
       train_pairs, validation_pairs: `(source, target)` string pairs to use instead of loading
-        `data`'s splits (e.g. a subset, or several corpora joined); `data` still names the
+        `data`'s training corpora and dev sets (e.g. a subset); `data` still names the
         languages and is recorded.
       strategy: a `tf.distribute` strategy (default: `train_config.strategy`).
       progress: progress bars.
@@ -195,14 +236,26 @@ def run(
     had_tokenizers = run.tokenizers_path.is_dir() and not overwrite
     strategy = strategy or get_strategy(train_config.strategy)
     chief = is_chief(strategy)
+    # Every corpus and dev set is read (and checked) before anything is built or deleted.
+    mix = None
     if train_pairs is None:
-        train_pairs = data.load("train")
-    if validation_pairs is None:
-        validation_pairs = data.load("validation")
+        if data.is_mix:
+            mix = Mix.load(data)
+            data = data.replace(dataset_weights=tuple(round(w, 6) for w in mix.weights))
+        else:
+            train_pairs = data.load("train")
+    dev_sets = {"dev": validation_pairs} if validation_pairs is not None else load_dev_sets(data)
+    validation_pairs = next(iter(dev_sets.values()))
     if overwrite and run.root.exists() and chief:
         clear_run_dir(run.root)  # under the run's lock, which stays
     tokenizers = prepare_tokenizers(
-        run, train_pairs, data, train_config, reuse=chief or had_tokenizers, save=chief
+        run,
+        train_pairs if mix is None else mix.pairs(train_config.seed),  # built over the mix
+        data,
+        train_config,
+        reuse=chief or had_tokenizers,
+        save=chief,
+        progress=progress and chief,
     )
     if not stored.get("model"):
         model_config = (model_config or ModelConfig()).replace(
@@ -214,13 +267,18 @@ def run(
         "data": data.recorded().to_dict(),
         "strategy": strategy,
     }
-    batches = epoch_batches(train_pairs, tokenizers, train_config)
+    batches = epoch_batches(
+        train_pairs if mix is None else mix,
+        tokenizers,
+        train_config,
+        on_mix=MixLog(run, mix, verbose=progress) if mix is not None and chief else None,
+    )
     val_batches = validation_batches(validation_pairs, tokenizers, train_config)
     validate = None
     if train_config.eval_every:
         from tf_transformer.training.validation import Validator
 
-        validate = Validator.for_run(run, validation_pairs, tokenizers, train_config)
+        validate = Validator.for_run(run, dev_sets, tokenizers, train_config)
     if fit:
         from tf_transformer.training.fit import fit as fit_model
 
