@@ -66,8 +66,8 @@ def reporting_write_errors(what: str, kept: str):
         raise WriteError(f"cannot write {what}: {reason(error)}; {kept}") from error
 
 
-def write_json(path: str | Path, data: Any) -> None:
-    """Writes `data` as JSON to `path` atomically (the old file stays until the new is whole).
+def write_text(path: str | Path, text: str) -> None:
+    """Writes `text` (UTF-8) to `path` atomically (the old file stays until the new is whole).
 
     Raises:
       WriteError: the file could not be written; the old one is untouched.
@@ -77,12 +77,21 @@ def write_json(path: str | Path, data: Any) -> None:
     with reporting_write_errors(str(path), f"{path.name} is as it was"):
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
         try:
-            with os.fdopen(fd, "w") as f:
-                json.dump(data, f, indent=2, sort_keys=True)
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+                f.write(text)
             os.replace(tmp, path)
         finally:
             if os.path.exists(tmp):
                 os.remove(tmp)
+
+
+def write_json(path: str | Path, data: Any) -> None:
+    """Writes `data` as JSON to `path` atomically (see `write_text`).
+
+    Raises:
+      WriteError: the file could not be written; the old one is untouched.
+    """
+    write_text(path, json.dumps(data, indent=2, sort_keys=True))
 
 
 def write_directory(path: str | Path, save: Callable[[str], None], *, replace: bool) -> Path:

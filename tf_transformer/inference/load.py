@@ -33,6 +33,9 @@ class TextTranslator(Protocol):
     def attention(self, sentence: str) -> Attention:
         """The last decoder layer's cross-attention heads for one sentence."""
 
+    def translate_document(self, text: str, *, batch_size: int = 32) -> str:
+        """A paragraph or file: its sentences translated, lines and spacing kept."""
+
 
 def saved_model_version(path: str | Path) -> Path | None:
     """The SavedModel directory at `path`: itself, or its highest numbered version (TF Serving's
@@ -48,7 +51,22 @@ def _texts(tensor) -> list[str]:
     return [text.decode("utf-8") for text in tensor.numpy()]
 
 
-class RunTranslator:
+class _Documents:
+    """`translate_document` on top of `translate` (see `tf_transformer.text.document`)."""
+
+    source_lang = "pt"  # the language the sentence splitter reads
+
+    def translate_document(self, text: str, *, batch_size: int = 32) -> str:
+        """Splits `text` into sentences (line by line), translates them `batch_size` at a time
+        and puts the translations back: line breaks, blank lines and spacing are kept."""
+        from tf_transformer.text.document import translate_document
+
+        return translate_document(
+            text, self.translate, language=self.source_lang, batch_size=batch_size
+        )
+
+
+class RunTranslator(_Documents):
     """A run directory's checkpoint behind the `Translator`: every decoding setting applies."""
 
     def __init__(self, path: Path, config: DecodeConfig, checkpoint: str | None, jit_compile):
@@ -57,6 +75,8 @@ class RunTranslator:
 
         run = RunDir(path)
         run.read_config()  # a clear error before TensorFlow loads anything
+        data = run.data_config()
+        self.source_lang = data.source_lang if data is not None else "pt"
         tokenizers = run.load_tokenizers()
         self.checkpoint = run.checkpoint(checkpoint)
         self.checkpoint_name, self.checkpoint_path = self.checkpoint
@@ -79,7 +99,7 @@ class RunTranslator:
         return result["attention"], result["src_tokens"], result["tgt_tokens"]
 
 
-class _Exported:
+class _Exported(_Documents):
     """What SavedModel and server backends share: the decoding was fixed at export."""
 
     checkpoint = None  # one set of weights
@@ -194,8 +214,8 @@ def open_translator(
       batch_size: sentences per request (servers only).
 
     Returns:
-      An object with `.translate(list[str]) -> list[str]`, `.attention(str)` and
-      `.description` (one line saying what runs).
+      An object with `.translate(list[str]) -> list[str]`, `.translate_document(str) -> str`
+      (paragraphs and files), `.attention(str)` and `.description` (one line saying what runs).
 
     Raises:
       ValueError: a setting the backend cannot honour, or a bad value.

@@ -185,6 +185,16 @@ class Translator(tf.Module):
         texts = self.translate(sentences, **kwargs)["text"].numpy()
         return [text.decode("utf-8") for text in texts]
 
+    def translate_document(self, text: str, *, language: str = "pt", batch_size: int = 32) -> str:
+        """A paragraph or a file: each line split into sentences (in `language`), translated
+        `batch_size` at a time, and put back with its line breaks, blank lines and spacing
+        (`tf_transformer.text.document`)."""
+        from tf_transformer.text.document import translate_document
+
+        return translate_document(
+            text, self.translate_batch, language=language, batch_size=batch_size
+        )
+
     def attention(self, sentence: tf.Tensor, ids: tf.Tensor) -> dict[str, Any]:
         """Cross-attention of one translation: re-runs the model on (source, generated ids).
 
