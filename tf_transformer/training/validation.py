@@ -279,7 +279,8 @@ class Validator:
             return None
         started = time.perf_counter()
         scores, _ = self.score(model)
-        record = self.best.update(model, step, scores, source=source)
+        by_set = self.by_set(model, scores)
+        record = self.best.update(model, step, scores, source=source, dev_sets=by_set)
         tag = source.split()[0]
         write_scalar(f"bleu_{tag}", scores.bleu, step)
         write_scalar(f"chrf_{tag}", scores.chrf, step)
@@ -294,18 +295,24 @@ class Validator:
             since_best=record["evaluations_since"],
         )
 
-    def score_others(self, model: tf.keras.Model) -> dict[str, Scores]:
-        """Scores each of `others` with `model` (the translator `score` made)."""
+    def by_set(self, model: tf.keras.Model, scores: Scores) -> dict[str, Scores] | None:
+        """With `others`: every dev set's scores by name, the first set's being `scores`
+        (already computed); each other set translated with `model`. None without `others`."""
+        if not self.others:
+            return None
         translate = self.translator(model).translate_batch
         return {
-            name: evaluate(translate, pairs, batch_size=self.batch_size, progress=False)[0]
-            for name, pairs in self.others.items()
+            self.name: scores,
+            **{
+                name: evaluate(translate, pairs, batch_size=self.batch_size, progress=False)[0]
+                for name, pairs in self.others.items()
+            },
         }
 
     def __call__(self, model: tf.keras.Model, step: int) -> Evaluation:
         started = time.perf_counter()
         scores, hypotheses = self.score(model)
-        by_set = {self.name: scores, **self.score_others(model)} if self.others else None
+        by_set = self.by_set(model, scores)
         record = (
             None if self.best is None else self.best.update(model, step, scores, dev_sets=by_set)
         )
