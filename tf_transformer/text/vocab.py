@@ -4,6 +4,8 @@ writing it."""
 
 from __future__ import annotations
 
+import concurrent.futures
+import functools
 from pathlib import Path
 
 import tensorflow as tf
@@ -78,9 +80,24 @@ def learn_vocab(
 
         counts = learner.count_words(counted())
         bar.set_description(f"{description}: learning WordPiece from {len(counts):,} words")
-        vocab = learner.learn(counts, vocab_size, list(reserved_tokens), **(learn_params or {}))
+        learn = functools.partial(
+            learner.learn, counts, vocab_size, list(reserved_tokens), **(learn_params or {})
+        )
+        vocab = _refreshing(bar, learn) if progress else learn()
         bar.update()
     return vocab
+
+
+def _refreshing(bar, work):
+    """Runs `work()` in a thread, redrawing `bar` every second so its clock shows it is alive
+    (WordPiece learning is one call of minutes on ~80k pairs); returns what `work` returns."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        future = pool.submit(work)
+        while True:
+            try:
+                return future.result(timeout=1.0)
+            except concurrent.futures.TimeoutError:
+                bar.refresh()
 
 
 def write_vocab(vocab: list[str], path: str | Path) -> Path:
