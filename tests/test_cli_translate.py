@@ -122,3 +122,7 @@ def test_translates_a_file_keeping_its_layout(runs):
     _, blank, second, _ = written.split("\n")
     assert blank == "" and second.startswith("  ") and second.endswith("\r")
     assert "  " in second.strip() and not written.endswith("\n")
+    # Written atomically, yet readable as a file open() makes (not mkstemp's 0600).
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert runs["output"].stat().st_mode & 0o777 == 0o666 & ~umask

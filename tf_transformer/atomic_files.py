@@ -66,6 +66,13 @@ def reporting_write_errors(what: str, kept: str):
         raise WriteError(f"cannot write {what}: {reason(error)}; {kept}") from error
 
 
+def _umask() -> int:
+    """The process's umask (read by setting it, then set back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_text(path: str | Path, text: str) -> None:
     """Writes `text` (UTF-8) to `path` atomically (the old file stays until the new is whole).
 
@@ -79,6 +86,7 @@ def write_text(path: str | Path, text: str) -> None:
         try:
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
                 f.write(text)
+            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 -> what open() would give
             os.replace(tmp, path)
         finally:
             if os.path.exists(tmp):
