@@ -36,6 +36,7 @@ LONGEST_FIRST = (
     "tests/test_language_pair.py",
     "tests/test_shared_embeddings.py",
     "tests/test_cli_translate.py",
+    "tests/test_mix.py",
     "tests/test_cli_train.py",
     "tests/test_model.py",
     "tests/test_scheduling.py",
