@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 
 import tensorflow as tf
+from tensorflow.compiler.tf2xla.python import xla  # XlaDynamicUpdateSlice (no public wrapper)
 
 # XLA:CPU splits a reduction over an axis longer than this (TreeReductionRewriter's window).
 REDUCE_WINDOW = 32
@@ -123,7 +124,29 @@ class XlaLayout(GraphLayout):
         return tf.reshape(attended, (-1, self.d_model))
 
 
-LAYOUTS = {"graph": GraphLayout, "xla": XlaLayout}
+class LiteRTLayout(GraphLayout):
+    """`GraphLayout`'s caches and batched matmuls, a position written with one dynamic update
+    slice (LiteRT's builtin DYNAMIC_UPDATE_SLICE; a `tensor_scatter_nd_update` converts to
+    scatters and arithmetic over the whole cache): slots are start indices `[0, 0, 0, t, 0]`.
+
+    The LiteRT export (`inference.litert_export`) converts the decoder step with it; TensorFlow
+    runs the op only under XLA.
+    """
+
+    def slots(self, rows, length):
+        zeros = tf.zeros([length], tf.int32)
+        return tf.stack([zeros, zeros, zeros, tf.range(length), zeros], axis=-1)  # (length, 5)
+
+    def write(self, cache, x, slot):
+        update = tf.reshape(x, (-1, 1, self.num_heads, 1, self.depth))
+        return xla.dynamic_update_slice(cache, update, slot)
+
+    def read(self, cache, slot):
+        """The position a `slot` wrote, `(rows, d_model)` (what a step hands back)."""
+        return tf.reshape(tf.gather(cache, slot[3], axis=3), (-1, self.d_model))
+
+
+LAYOUTS = {"graph": GraphLayout, "xla": XlaLayout, "litert": LiteRTLayout}
 
 
 def _batch_matmul(x, y, *, adj_y=False):
