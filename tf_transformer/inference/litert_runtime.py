@@ -21,10 +21,15 @@ from pathlib import Path
 import numpy as np
 
 from tf_transformer.config import DecodeConfig
+from tf_transformer.errors import TransformerError
 from tf_transformer.text.plain import PlainTokenizer
 from tf_transformer.text.special_tokens import END_ID, PAD_ID, START_ID
 
 METADATA_FILE = "litert.json"  # as `litert_export.METADATA_FILE` (which needs TensorFlow)
+
+
+class MissingDependency(TransformerError, ImportError):
+    """ai-edge-litert is not installed (the CLI prints it as one line)."""
 
 
 def litert_version(path: str | Path) -> Path | None:
@@ -75,7 +80,13 @@ class _Interpreter:
     """An interpreter with its tensors by name and numpy views into them."""
 
     def __init__(self, path: Path, num_threads: int | None):
-        from ai_edge_litert.interpreter import Interpreter
+        try:
+            from ai_edge_litert.interpreter import Interpreter
+        except ImportError:
+            raise MissingDependency(
+                "a LiteRT export runs with ai-edge-litert: pip install 'tf_transformer[litert]' "
+                "(or pip install ai-edge-litert)."
+            ) from None
 
         self.interpreter = Interpreter(model_path=str(path), num_threads=num_threads)
         self.inputs = {d["name"]: d["index"] for d in self.interpreter.get_input_details()}
