@@ -72,8 +72,16 @@ def _gnmt(lengths: np.ndarray, exponent: float) -> np.ndarray:
 
 
 def _top_k(x: np.ndarray, k: int) -> np.ndarray:
-    """Indices of each row's `k` largest, largest first, ties to the lower index (`tf.math.top_k`)."""
-    return np.argsort(-x, axis=-1, kind="stable")[..., :k]
+    """Indices of each row's `k` largest, largest first, ties to the lower index (`tf.math.top_k`).
+
+    A partition first when rows are long (a vocabulary): a full sort of each row took most of a
+    beam search step.
+    """
+    if x.shape[-1] <= 4 * k:
+        return np.argsort(-x, axis=-1, kind="stable")[..., :k]
+    chosen = np.argpartition(-x, k - 1, axis=-1)[..., :k]
+    values = np.take_along_axis(x, chosen, axis=-1)
+    return np.take_along_axis(chosen, np.lexsort((chosen, -values), axis=-1), axis=-1)
 
 
 class _Interpreter:
@@ -196,9 +204,12 @@ class LiteRTTranslator:
         ids = self.tokenizers["source"].tokenize(sentence)
         return [START_ID, *ids[1:-1][: self.config.max_source_tokens - 2], END_ID]
 
-    def decode(self, src: np.ndarray, beam_size: int | None = None) -> np.ndarray:
+    def decode(
+        self, src: np.ndarray, beam_size: int | None = None, *, min_length: int = 0
+    ) -> np.ndarray:
         """int32 `(batch, src_len)` source ids -> int32 `(batch, len)` ids, START first, PAD
-        after END (`DecodeOutput.ids`, trimmed to the longest)."""
+        after END (`DecodeOutput.ids`, trimmed to the longest). `min_length`: END is banned
+        before this many tokens (benchmarks force a length with it)."""
         beam = self.config.beam_size if beam_size is None else beam_size
         batch, rows = src.shape[0], src.shape[0] * beam
         self.encoder.resize({"source_ids": src.shape})
@@ -218,7 +229,7 @@ class LiteRTTranslator:
         for name, value in zip(["cross_bias", *self.memory_names], memory):
             self.step.view(name)[...] = value
         search = _greedy if beam == 1 else _beam_search
-        return search(self, batch, beam)
+        return search(self, batch, beam, min_length)
 
     def run_step(self, ids: np.ndarray, step: int, parents: np.ndarray | None = None):
         """One decoder position for every row: the logits `(rows, vocab)`.
@@ -245,7 +256,7 @@ class LiteRTTranslator:
         return self.step.output(0).copy()
 
 
-def _greedy(translator: LiteRTTranslator, batch: int, _beam: int) -> np.ndarray:
+def _greedy(translator: LiteRTTranslator, batch: int, _beam: int, min_length: int) -> np.ndarray:
     """`greedy.greedy_decode`'s choices: the most likely token but PAD (id 0), until END."""
     steps = translator.config.max_new_tokens
     ids = np.zeros((batch, steps + 1), np.int32)
@@ -253,6 +264,8 @@ def _greedy(translator: LiteRTTranslator, batch: int, _beam: int) -> np.ndarray:
     finished = np.zeros(batch, bool)
     for step in range(steps):
         logits = translator.run_step(ids[:, step], step)
+        if step < min_length:
+            logits[:, END_ID] = -np.inf
         token = np.argmax(logits[:, PAD_ID + 1 :], axis=-1).astype(np.int32) + PAD_ID + 1
         ids[:, step + 1] = np.where(finished, PAD_ID, token)
         finished |= ids[:, step + 1] == END_ID
@@ -261,7 +274,9 @@ def _greedy(translator: LiteRTTranslator, batch: int, _beam: int) -> np.ndarray:
     return ids
 
 
-def _beam_search(translator: LiteRTTranslator, batch: int, beam: int) -> np.ndarray:
+def _beam_search(
+    translator: LiteRTTranslator, batch: int, beam: int, min_length: int
+) -> np.ndarray:
     """`beam_search.beam_search` in numpy (its docstring has the policy)."""
     steps, penalty = translator.config.max_new_tokens, translator.config.length_penalty
     ids = np.zeros((batch, beam, steps + 1), np.int32)
@@ -278,6 +293,8 @@ def _beam_search(translator: LiteRTTranslator, batch: int, beam: int) -> np.ndar
         logits = translator.run_step(ids[:, :, step].reshape(-1), step, parents)
         banned = logits.copy()
         banned[:, PAD_ID] = -np.inf
+        if step < min_length:
+            banned[:, END_ID] = -np.inf
         top = _top_k(banned, beam)  # (rows, beam): each row's best tokens
         peak = logits.max(axis=-1, keepdims=True)
         total_exp = np.log(np.exp(logits - peak).sum(axis=-1, keepdims=True)) + peak
