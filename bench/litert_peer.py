@@ -139,7 +139,7 @@ def main() -> None:
                 for name in ENGINES:
                     times[name].append(seconds(lambda r=engines[name], s=source: r(s)))
 
-        def ratio(slow, fast):
+        def ratio(slow, fast, times=times):
             return statistics.median(b / a for a, b in zip(times[fast], times[slow], strict=True))
 
         ratios = {

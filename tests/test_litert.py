@@ -25,9 +25,9 @@ from tf_transformer.inference.litert_export import ENCODER_FILE, STEP_FILE, expo
 from tf_transformer.inference.load import open_translator
 
 pytest.importorskip("ai_edge_litert")
-from ai_edge_litert.interpreter import Interpreter  # noqa: E402
+from ai_edge_litert.interpreter import Interpreter
 
-from tf_transformer.inference.litert_runtime import LiteRTTranslator  # noqa: E402
+from tf_transformer.inference.litert_runtime import LiteRTTranslator
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
