@@ -50,6 +50,7 @@ import tensorflow as tf
 from tf_transformer.config import DecodeConfig
 from tf_transformer.inference.ctranslate2_export import vocabulary
 from tf_transformer.inference.versions import check_version, write_version
+from tf_transformer.layers.kv_cache import LiteRTLayout
 from tf_transformer.text.special_tokens import END_ID, PAD_ID, START_ID, UNK_ID
 
 METADATA_FILE = "litert.json"
@@ -69,12 +70,8 @@ def encoder_function(model, cache_length: int):
     @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name="source_ids")])
     def encode(source_ids):
         context, padding_mask = model.encode(source_ids)
-        rows = tf.shape(source_ids)[0]
-        _, cross, _ = model.start_decoding(
-            context, padding_mask, cache_length, rows, layout="litert"
-        )
-        memories = [t for layer in cross["layers"] for t in (layer["key"], layer["value"])]
-        return (cross["bias"], *memories)
+        state = model.start_decoding(context, padding_mask, cache_length, layout=LiteRTLayout)
+        return (state.cross_bias, *[t for memory in state.cross for t in memory])
 
     return encode.get_concrete_function()
 
@@ -98,20 +95,21 @@ def step_function(model, cache_length: int):
     @tf.function(input_signature=specs)
     def step(ids, step, cross_bias, *tensors):
         memories, caches = tensors[: 2 * layers], tensors[2 * layers :]
-        # The step's constants (weights, mask rows, slots); the cross part of `start_decoding`
-        # runs on a stand-in context and, unused, is pruned by the converter.
+        # The state's weights and mask rows; its cross-attention part is made from a stand-in
+        # context, replaced by the inputs (and, unused, pruned by the converter).
         stand_in = tf.zeros([1, 1, model.d_model], dtype)
-        _, _, constants = model.start_decoding(
-            stand_in, tf.zeros([1, 1, 1, 1]), cache_length, tf.shape(ids)[0], layout="litert"
+        state = model.start_decoding(
+            stand_in, tf.zeros([1, 1, 1, 1]), cache_length, layout=LiteRTLayout
         )
-        cross = {
-            "layers": [{"key": k, "value": v} for k, v in zip(memories[::2], memories[1::2])],
-            "bias": cross_bias,
-        }
-        self_cache = [{"key": k, "value": v} for k, v in zip(caches[::2], caches[1::2])]
-        logits, self_cache = model.decode_step(ids, step, self_cache, cross, constants)
-        layout, slot = constants["layout"], tf.gather(constants["slots"], step)
-        written = [layout.read(c[kind], slot) for c in self_cache for kind in ("key", "value")]
+        state = state.resume(
+            (list(zip(caches[::2], caches[1::2])), ()),
+            (list(zip(memories[::2], memories[1::2])), cross_bias),
+            (),
+        )
+        logits, state = model.decode_step(ids, step, state)
+        layout = state.layout
+        _, where = layout.locate(state.cache, step)
+        written = [layout.written(t, where) for pair in state.cache.layers for t in pair]
         return (logits, *written)
 
     return step.get_concrete_function()

@@ -1,7 +1,7 @@
-"""The two key/value cache layouts of one-token decoding: how a position is stored, written, read.
+"""The key/value cache layouts of one-token decoding: how a position is stored, written, read.
 
 Each is a `cache_layout.CacheLayout`; `MultiHeadAttention.call(..., cache=...)` runs the same
-projections and `scaled_dot_product_attention` for both, with the layout's `kernels`.
+projections and `scaled_dot_product_attention` for each, with the layout's `kernels`.
 
 * `GraphLayout` (the fastest in graph mode): per-head caches, a position written as
   `rows * heads` scatter slices, attention as batched matmuls.
@@ -12,6 +12,8 @@ projections and `scaled_dot_product_attention` for both, with the layout's `kern
   (`arrange`, on the kernels once per call), so score sums run over a major axis with the heads
   as vector lanes; a length over 32 is viewed as two axes of at most 32 (`_length_dims`), else
   XLA:CPU's TreeReductionRewriter splits the reduction and the product stops fusing into the sum.
+* `LiteRTLayout` (the LiteRT export): `GraphLayout`'s, a position written with one
+  dynamic update slice.
 """
 
 from __future__ import annotations
@@ -166,28 +168,32 @@ class XlaLayout(GraphLayout):
 
 
 class LiteRTLayout(GraphLayout):
-    """`GraphLayout`'s caches and batched matmuls, a position written with one dynamic update
-    slice (LiteRT's builtin DYNAMIC_UPDATE_SLICE; a `tensor_scatter_nd_update` converts to
-    scatters and arithmetic over the whole cache): slots are start indices `[0, 0, 0, t, 0]`.
+    """`GraphLayout`'s storage and batched matmuls, a position written with one dynamic update
+    slice: LiteRT's builtin DYNAMIC_UPDATE_SLICE (`tensor_scatter_nd_update` converts to scatters
+    and arithmetic over the whole cache). `where` is the start `[0, 0, 0, step, 0]`; no tables.
 
     The LiteRT export (`inference.litert_export`) converts the decoder step with it; TensorFlow
     runs the op only under XLA.
     """
 
-    def slots(self, rows, length):
-        zeros = tf.zeros([length], tf.int32)
-        return tf.stack([zeros, zeros, zeros, tf.range(length), zeros], axis=-1)  # (length, 5)
+    def empty(self, batch, length, dtype, num_layers, beam_size=1):
+        zeros = self.storage(batch, length, dtype)
+        return KVCache([(zeros, zeros)] * num_layers)
 
-    def write(self, cache, x, slot):
+    def locate(self, cache, step):
+        zero = tf.zeros([], tf.int32)
+        return cache, tf.stack([zero, zero, zero, tf.cast(step, tf.int32), zero])
+
+    def write(self, storage, x, where):
         update = tf.reshape(x, (-1, 1, self.num_heads, 1, self.depth))
-        return xla.dynamic_update_slice(cache, update, slot)
+        return xla.dynamic_update_slice(storage, update, where)
 
-    def read(self, cache, slot):
-        """The position a `slot` wrote, `(rows, d_model)` (what a step hands back)."""
-        return tf.reshape(tf.gather(cache, slot[3], axis=3), (-1, self.d_model))
+    def written(self, storage, where):
+        """The position `where` wrote, `(rows, d_model)` (what the exported step hands back)."""
+        return tf.reshape(tf.gather(storage, where[3], axis=3), (-1, self.d_model))
 
 
-LAYOUTS = {"graph": GraphLayout, "xla": XlaLayout, "litert": LiteRTLayout}
+LAYOUTS = {"graph": GraphLayout, "xla": XlaLayout}  # LiteRTLayout: the LiteRT export only
 
 
 class BatchMatmulKernels(MatmulKernels):
