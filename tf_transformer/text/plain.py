@@ -61,12 +61,6 @@ def _compiled(pattern: str) -> regex.Pattern:
     return regex.compile(pattern)
 
 
-def _simple_case(text: str, change) -> str:
-    """`change` (str.lower or str.upper) of each character that maps to one character (ICU's
-    simple case mapping, as TensorFlow's string ops; "ß" stays "ß")."""
-    return "".join(c if len(change(c)) != 1 else change(c) for c in text)
-
-
 class PlainTokenizer:
     """One language's WordPiece tokenizer (see the module docstring for the contract).
 
@@ -91,7 +85,7 @@ class PlainTokenizer:
             if word in self.first_words:
                 text = self._change_first_letter(text, str.lower)
         if self.lower_case:
-            text = _simple_case(text, str.lower)
+            text = text.lower()  # full case mapping, as tf.strings.lower(encoding="utf-8")
         text = _CONTROL.sub(" ", unicodedata.normalize("NFC", text))
         ids = [START_ID]
         for word in self._words(text):
@@ -118,7 +112,7 @@ class PlainTokenizer:
         lead = _compiled(rules.LEAD).sub(r"\1", text)
         letter = _compiled(rules.FIRST_LETTER).sub(r"\1", text)
         rest = _compiled(rules.AFTER_FIRST_LETTER).sub("", text)
-        return lead + _simple_case(letter, change) + rest
+        return lead + change(letter) + rest  # "ß" -> "SS", as tf.strings.upper
 
     @staticmethod
     def _words(text: str) -> list[str]:
