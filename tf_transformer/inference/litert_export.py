@@ -28,7 +28,7 @@ quantization (int8 weights, float activations).
     (``cache[:, 0, :, step, :] = key.reshape(rows, heads, depth)``) before the next step.
 
 The step runs the decoder's own layers (`Transformer.decode_step`) through the ``litert`` cache
-layout (`layers.kv_cache.LiteRTLayout`): the cache is a fixed-size tensor written with
+layout (`layers.litert_layout.LiteRTLayout`): the cache is a fixed-size tensor written with
 DYNAMIC_UPDATE_SLICE, and the step returns only the new position, so a runtime keeps the caches
 in the interpreter's input buffers and writes one position per step (nothing the size of the
 cache crosses the interface).
@@ -50,7 +50,7 @@ import tensorflow as tf
 from tf_transformer.config import DecodeConfig
 from tf_transformer.inference.ctranslate2_export import vocabulary
 from tf_transformer.inference.versions import check_version, write_version
-from tf_transformer.layers.kv_cache import LiteRTLayout
+from tf_transformer.layers.litert_layout import LiteRTLayout
 from tf_transformer.text.special_tokens import END_ID, PAD_ID, START_ID, UNK_ID
 
 METADATA_FILE = "litert.json"

@@ -12,8 +12,8 @@ projections and `scaled_dot_product_attention` for each, with the layout's `kern
   (`arrange`, on the kernels once per call), so score sums run over a major axis with the heads
   as vector lanes; a length over 32 is viewed as two axes of at most 32 (`_length_dims`), else
   XLA:CPU's TreeReductionRewriter splits the reduction and the product stops fusing into the sum.
-* `LiteRTLayout` (the LiteRT export): `GraphLayout`'s, a position written with one
-  dynamic update slice.
+* `layers.litert_layout.LiteRTLayout` (the LiteRT export's step): `GraphLayout`'s storage, a
+  position written with one dynamic update slice.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import dataclasses
 import functools
 
 import tensorflow as tf
-from tensorflow.compiler.tf2xla.python import xla  # XlaDynamicUpdateSlice (no public wrapper)
 
 from tf_transformer.layers.attention import MatmulKernels
 from tf_transformer.layers.cache_layout import KVCache
@@ -167,33 +166,7 @@ class XlaLayout(GraphLayout):
         return q, keys, values, bias
 
 
-class LiteRTLayout(GraphLayout):
-    """`GraphLayout`'s storage and batched matmuls, a position written with one dynamic update
-    slice: LiteRT's builtin DYNAMIC_UPDATE_SLICE (`tensor_scatter_nd_update` converts to scatters
-    and arithmetic over the whole cache). `where` is the start `[0, 0, 0, step, 0]`; no tables.
-
-    The LiteRT export (`inference.litert_export`) converts the decoder step with it; TensorFlow
-    runs the op only under XLA.
-    """
-
-    def empty(self, batch, length, dtype, num_layers, beam_size=1):
-        zeros = self.storage(batch, length, dtype)
-        return KVCache([(zeros, zeros)] * num_layers)
-
-    def locate(self, cache, step):
-        zero = tf.zeros([], tf.int32)
-        return cache, tf.stack([zero, zero, zero, tf.cast(step, tf.int32), zero])
-
-    def write(self, storage, x, where):
-        update = tf.reshape(x, (-1, 1, self.num_heads, 1, self.depth))
-        return xla.dynamic_update_slice(storage, update, where)
-
-    def written(self, storage, where):
-        """The position `where` wrote, `(rows, d_model)` (what the exported step hands back)."""
-        return tf.reshape(tf.gather(storage, where[3], axis=3), (-1, self.d_model))
-
-
-LAYOUTS = {"graph": GraphLayout, "xla": XlaLayout}  # LiteRTLayout: the LiteRT export only
+LAYOUTS = {"graph": GraphLayout, "xla": XlaLayout}
 
 
 class BatchMatmulKernels(MatmulKernels):
