@@ -290,15 +290,15 @@ def _beam_search(
     offsets = (np.arange(batch) * beam)[:, None]
     parents = None
     for step in range(steps):
-        logits = translator.run_step(ids[:, :, step].reshape(-1), step, parents)
-        banned = logits.copy()
-        banned[:, PAD_ID] = -np.inf
-        if step < min_length:
-            banned[:, END_ID] = -np.inf
-        top = _top_k(banned, beam)  # (rows, beam): each row's best tokens
+        logits = translator.run_step(ids[:, :, step].reshape(-1), step, parents)  # a copy
+        # Log-probabilities of the whole vocabulary (PAD included), as `top_next_tokens`.
         peak = logits.max(axis=-1, keepdims=True)
-        total_exp = np.log(np.exp(logits - peak).sum(axis=-1, keepdims=True)) + peak
-        top_log_probs = np.take_along_axis(banned, top, axis=-1) - total_exp
+        log_total = np.log(np.exp(logits - peak).sum(axis=-1, keepdims=True)) + peak
+        logits[:, PAD_ID] = -np.inf  # banned
+        if step < min_length:
+            logits[:, END_ID] = -np.inf
+        top = _top_k(logits, beam)  # (rows, beam): each row's best tokens
+        top_log_probs = np.take_along_axis(logits, top, axis=-1) - log_total
         step_log_probs = np.where(
             finished[..., None], pad_only, top_log_probs.reshape(batch, beam, beam)
         )
