@@ -6,10 +6,7 @@ cross-attention keys/values are written once per batch, the self-attention cache
 per step (the step returns only that position), so a step moves the ids, the step and the new
 keys/values in, the logits out. Beam search reorders the caches' filled positions in place.
 
-The search policies are `inference.greedy` and `inference.beam_search` in numpy, kept small and
-tested against the TensorFlow decoder (ids equal, greedy and beam): START first, PAD banned,
-GNMT length penalty over each beam's best `beam` tokens, finished beams carry on with PAD at no
-cost, ties to the lower index.
+The searches are `inference.litert_search` (numpy).
 """
 
 from __future__ import annotations
@@ -22,8 +19,9 @@ import numpy as np
 
 from tf_transformer.config import DecodeConfig
 from tf_transformer.errors import TransformerError
+from tf_transformer.inference.litert_search import beam_search, greedy
 from tf_transformer.text.plain import PlainTokenizer
-from tf_transformer.text.special_tokens import END_ID, PAD_ID, START_ID
+from tf_transformer.text.special_tokens import END_ID, START_ID
 
 METADATA_FILE = "litert.json"  # as `litert_export.METADATA_FILE` (which needs TensorFlow)
 
@@ -64,24 +62,6 @@ def read_export(folder: Path) -> dict:
                 "again or export the run again."
             )
     return metadata
-
-
-def _gnmt(lengths: np.ndarray, exponent: float) -> np.ndarray:
-    """`beam_search.gnmt_length_penalty` in numpy."""
-    return ((5.0 + lengths.astype(np.float32)) / np.float32(6.0)) ** np.float32(exponent)
-
-
-def _top_k(x: np.ndarray, k: int) -> np.ndarray:
-    """Indices of each row's `k` largest, largest first, ties to the lower index (`tf.math.top_k`).
-
-    A partition first when rows are long (a vocabulary): a full sort of each row took most of a
-    beam search step.
-    """
-    if x.shape[-1] <= 4 * k:
-        return np.argsort(-x, axis=-1, kind="stable")[..., :k]
-    chosen = np.argpartition(-x, k - 1, axis=-1)[..., :k]
-    values = np.take_along_axis(x, chosen, axis=-1)
-    return np.take_along_axis(chosen, np.lexsort((chosen, -values), axis=-1), axis=-1)
 
 
 class _Interpreter:
@@ -228,8 +208,12 @@ class LiteRTTranslator:
                 self.step.view(name)[...] = 0
         for name, value in zip(["cross_bias", *self.memory_names], memory):
             self.step.view(name)[...] = value
-        search = _greedy if beam == 1 else _beam_search
-        return search(self, batch, beam, min_length)
+        settings = self.config
+        if beam == 1:
+            return greedy(self.run_step, batch, settings.max_new_tokens, min_length)
+        return beam_search(
+            self.run_step, batch, beam, settings.max_new_tokens, settings.length_penalty, min_length
+        )
 
     def run_step(self, ids: np.ndarray, step: int, parents: np.ndarray | None = None):
         """One decoder position for every row: the logits `(rows, vocab)`.
@@ -254,69 +238,3 @@ class LiteRTTranslator:
             self.step.view(name)[:, 0, :, step] = written
         del written
         return self.step.output(0).copy()
-
-
-def _greedy(translator: LiteRTTranslator, batch: int, _beam: int, min_length: int) -> np.ndarray:
-    """`greedy.greedy_decode`'s choices: the most likely token but PAD (id 0), until END."""
-    steps = translator.config.max_new_tokens
-    ids = np.zeros((batch, steps + 1), np.int32)
-    ids[:, 0] = START_ID
-    finished = np.zeros(batch, bool)
-    for step in range(steps):
-        logits = translator.run_step(ids[:, step], step)
-        if step < min_length:
-            logits[:, END_ID] = -np.inf
-        token = np.argmax(logits[:, PAD_ID + 1 :], axis=-1).astype(np.int32) + PAD_ID + 1
-        ids[:, step + 1] = np.where(finished, PAD_ID, token)
-        finished |= ids[:, step + 1] == END_ID
-        if finished.all():
-            return ids[:, : step + 2]
-    return ids
-
-
-def _beam_search(
-    translator: LiteRTTranslator, batch: int, beam: int, min_length: int
-) -> np.ndarray:
-    """`beam_search.beam_search` in numpy (its docstring has the policy)."""
-    steps, penalty = translator.config.max_new_tokens, translator.config.length_penalty
-    ids = np.zeros((batch, beam, steps + 1), np.int32)
-    ids[:, :, 0] = START_ID
-    log_probs = np.full((batch, beam), -np.inf, np.float32)
-    log_probs[:, 0] = 0.0  # only beam 0 is live at the start
-    lengths = np.zeros((batch, beam), np.int32)
-    finished = np.zeros((batch, beam), bool)
-    pad_only = np.full(beam, -np.inf, np.float32)
-    pad_only[0] = 0.0
-    offsets = (np.arange(batch) * beam)[:, None]
-    parents = None
-    for step in range(steps):
-        logits = translator.run_step(ids[:, :, step].reshape(-1), step, parents)  # a copy
-        # Log-probabilities of the whole vocabulary (PAD included), as `top_next_tokens`.
-        peak = logits.max(axis=-1, keepdims=True)
-        log_total = np.log(np.exp(logits - peak).sum(axis=-1, keepdims=True)) + peak
-        logits[:, PAD_ID] = -np.inf  # banned
-        if step < min_length:
-            logits[:, END_ID] = -np.inf
-        top = _top_k(logits, beam)  # (rows, beam): each row's best tokens
-        top_log_probs = np.take_along_axis(logits, top, axis=-1) - log_total
-        step_log_probs = np.where(
-            finished[..., None], pad_only, top_log_probs.reshape(batch, beam, beam)
-        )
-        tokens = np.where(finished[..., None], PAD_ID, top.reshape(batch, beam, beam))
-        total = log_probs[..., None] + step_log_probs  # (batch, beam, candidate)
-        scores = total / _gnmt(lengths + ~finished, penalty)[..., None]
-        best = _top_k(scores.reshape(batch, -1), beam)  # (batch, beam)
-        parent = best // beam
-        token = np.take_along_axis(tokens.reshape(batch, -1), best, axis=-1)
-        log_probs = np.take_along_axis(total.reshape(batch, -1), best, axis=-1)
-        parent_finished = np.take_along_axis(finished, parent, axis=-1)
-        lengths = np.take_along_axis(lengths, parent, axis=-1) + ~parent_finished
-        finished = parent_finished | (token == END_ID)
-        ids = np.take_along_axis(ids, parent[..., None], axis=1)
-        ids[:, :, step + 1] = token
-        parents = (parent + offsets).reshape(-1)
-        if (finished | np.isinf(log_probs)).all():
-            break
-    order = _top_k(log_probs / _gnmt(lengths, penalty), 1)[:, 0]
-    best_ids = ids[np.arange(batch), order]
-    return best_ids[:, : lengths[np.arange(batch), order].max() + 1]
