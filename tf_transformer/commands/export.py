@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "litert":
         return export_litert(args)
     if args.quantization:
-        raise CLIError("--quantization is for --format ctranslate2.")
+        raise CLIError("--quantization is for --format ctranslate2 or litert.")
 
     if args.warmup_batch_sizes and not args.jit_compile:
         # A graph export warms up with one request per signature: every shape runs alike.
