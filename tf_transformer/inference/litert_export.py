@@ -23,9 +23,10 @@ quantization (int8 weights, float activations).
     ``self_value_i`` float32 ``[rows, 1, heads, cache_length, depth]``, the self-attention
     cache (zeros at the start; positions after ``step`` are ignored);
     outputs, in order: ``logits`` float32 ``[rows, target_vocab]`` (for position ``step + 1``),
-    then per layer ``key_i``, ``value_i`` float32 ``[rows, d_model]``: the keys and values of
-    position ``step``, which the caller writes into its caches
-    (``cache[:, 0, :, step, :] = key.reshape(rows, heads, depth)``) before the next step.
+    then ``written`` float32 ``[2 * num_layers, rows, d_model]``: the keys and values of
+    position ``step`` (layer 0's key, its value, layer 1's key, ...), which the caller writes
+    into its caches (``self_key_i[:, 0, :, step, :] = written[2 * i].reshape(rows, heads,
+    depth)``) before the next step.
 
 The step runs the decoder's own layers (`Transformer.decode_step`) through the ``litert`` cache
 layout (`layers.litert_layout.LiteRTLayout`): the cache is a fixed-size tensor written with
@@ -110,7 +111,7 @@ def step_function(model, cache_length: int):
         layout = state.layout
         _, where = layout.locate(state.cache, step)
         written = [layout.written(t, where) for pair in state.cache.layers for t in pair]
-        return (logits, *written)
+        return logits, tf.stack(written)  # one output: one read per step
 
     return step.get_concrete_function()
 

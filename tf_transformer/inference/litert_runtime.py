@@ -233,8 +233,8 @@ class LiteRTTranslator:
         # A scalar's view is a copy: set it.
         self.step.interpreter.set_tensor(self.step.inputs["step"], np.array(step, np.int32))
         self.step.interpreter.invoke()
-        for index, name in enumerate(self.cache_names, start=1):
-            written = self.step.output(index).reshape(-1, self.num_heads, self.depth)
-            self.step.view(name)[:, 0, :, step] = written
-        del written
+        written = self.step.output(1).reshape(len(self.cache_names), -1, self.num_heads, self.depth)
+        for name, position in zip(self.cache_names, written):
+            self.step.view(name)[:, 0, :, step] = position
+        del written, position
         return self.step.output(0).copy()
