@@ -173,8 +173,10 @@ def test_beam_search_reorders_only_the_self_attention_cache():
     assert ops["GatherNd"] == 2 * 2
     _, cache = model_logits_fn(model, SRC, 8, beam_size=3)
     tiled = tile_beams(cache, 3)
-    assert tiled.per_sentence["layers"][0]["key"].shape[0] == SRC.shape[0]
-    assert tiled.per_beam[0]["key"].shape[0] == 3 * SRC.shape[0]
+    cross, _ = tiled.per_sentence  # per layer (key, value), and the source bias
+    assert cross[0][0].shape[0] == SRC.shape[0]
+    layers, _ = tiled.per_beam  # per layer (key, value)
+    assert layers[0][0].shape[0] == 3 * SRC.shape[0]
 
 
 def test_split_cache_keeps_the_per_sentence_part_out_of_tiling_and_reordering():

@@ -274,7 +274,7 @@ def test_decode_step_stays_within_its_op_budget(norm_first):
 def test_decode_step_avoids_ops_that_onednn_makes_slow_and_rewrites_no_whole_cache():
     ops = while_body_ops(make_decode_fn(layered_model(2), max_new_tokens=8))
     # oneDNN rewrites BatchMatMulV2 and Softmax into primitives costing ~40 µs each at one-row
-    # sizes (see `kv_cache.GraphLayout.attend`).
+    # sizes (see `kv_cache.GraphLayout`).
     assert ops["BatchMatMulV2"] == ops["Softmax"] == 0
     # The cache slot is written with one scatter per key/value tensor; no mask is rebuilt
     # (MatrixBandPart) and no look-ahead mask is sliced from a fresh (len, len) table.

@@ -1,3 +1,5 @@
+import dataclasses
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -187,10 +189,10 @@ def test_incremental_decoding_matches_teacher_forcing(changes):
     model = tiny_model(**changes)
     reference = model((SRC, TGT)).numpy()
     context, padding_mask = model.encode(SRC)
-    self_cache, cross, constants = model.start_decoding(context, padding_mask, 8, 2)
+    state = model.start_decoding(context, padding_mask, 8)
     for t in range(5):
         ids = tf.cast(TGT[:, t], tf.int32)
-        logits, self_cache = model.decode_step(ids, t, self_cache, cross, constants)
+        logits, state = model.decode_step(ids, t, state)
         for row, length in enumerate(TGT_LEN):
             if t < length:
                 np.testing.assert_allclose(logits.numpy()[row], reference[row, t], atol=1e-5)
@@ -201,15 +203,14 @@ def test_decode_step_with_beams_shares_the_cross_attention_of_a_sentence():
     # logits its sentence gets alone.
     model = tiny_model(num_layers=2)
     context, padding_mask = model.encode(SRC)
-    self_cache, cross, constants = model.start_decoding(context, padding_mask, 4, 2)
-    tiled = tf.nest.map_structure(lambda t: tf.repeat(t, 3, axis=0), self_cache)
-    _, _, beam_constants = model.start_decoding(context, padding_mask, 4, 6)
+    state = model.start_decoding(context, padding_mask, 4)
+    beam_state = model.start_decoding(context, padding_mask, 4, beam_size=3)
+    tiled = tf.nest.map_structure(lambda t: tf.repeat(t, 3, axis=0), beam_state.cache.layers)
+    beam_state = dataclasses.replace(beam_state, cache=beam_state.cache.join((tiled, ()), ()))
     for t in range(3):
         ids = tf.cast(TGT[:, t], tf.int32)
-        single, self_cache = model.decode_step(ids, t, self_cache, cross, constants)
-        beams, tiled = model.decode_step(
-            tf.repeat(ids, 3), t, tiled, cross, beam_constants, beam_size=3
-        )
+        single, state = model.decode_step(ids, t, state)
+        beams, beam_state = model.decode_step(tf.repeat(ids, 3), t, beam_state)
         np.testing.assert_allclose(beams.numpy(), np.repeat(single.numpy(), 3, axis=0), atol=1e-5)
 
 
@@ -275,11 +276,9 @@ def test_incremental_decoding_ignores_the_regularization_dropouts():
     model = tiny_model(num_layers=2, **REGULARIZERS)
     reference = model((SRC, TGT), training=False).numpy()
     context, padding_mask = model.encode(SRC)
-    self_cache, cross, constants = model.start_decoding(context, padding_mask, 8, 2)
+    state = model.start_decoding(context, padding_mask, 8)
     for t in range(5):
-        logits, self_cache = model.decode_step(
-            tf.cast(TGT[:, t], tf.int32), t, self_cache, cross, constants
-        )
+        logits, state = model.decode_step(tf.cast(TGT[:, t], tf.int32), t, state)
         for row, length in enumerate(TGT_LEN):
             if t < length:
                 np.testing.assert_allclose(logits.numpy()[row], reference[row, t], atol=1e-5)

@@ -11,6 +11,7 @@ from tf_transformer import masks
 from tf_transformer.config import ModelConfig
 from tf_transformer.layers.attention import AttentionCache, dense, read_weight
 from tf_transformer.layers.decoder import Decoder
+from tf_transformer.layers.decoding_state import DecodingState
 from tf_transformer.layers.encoder import Encoder
 from tf_transformer.layers.kv_cache import LAYOUTS
 
@@ -116,7 +117,7 @@ class Transformer(tf.keras.Model):
         """Decoder output `(..., d_model)` -> float32 logits `(..., target_vocab_size)`.
 
         `kernel`: a tied projection's embedding matrix transposed beforehand, `(d_model,
-        vocab)` (decoding under XLA, see `start_decoding`); None: the layer's own weights.
+        vocab)` (compiled decoding, see `start_decoding`); None: the layer's own weights.
         """
         if self.final_layer is not None:
             logits = self.final_layer(x)
@@ -134,94 +135,94 @@ class Transformer(tf.keras.Model):
         context, _ = self.encoder(src, padding_mask=padding_mask, training=training)
         return context, padding_mask
 
-    def start_decoding(self, context, padding_mask, cache_length, rows, *, layout="graph"):
+    def start_decoding(
+        self, context, padding_mask, cache_length, *, beam_size=1, layout="graph"
+    ) -> DecodingState:
         """What a decoding call prepares once: the caches and the weights the steps read.
 
         The one place where decoding departs from the layers' variables: each is read once
         (`decode_step` runs the layers in a `keras.StatelessScope` over these tensors), the
         attentions' q/k/v as `MultiHeadAttention.decoding_projection`, every layer's cross keys
-        and values projected in one matmul; under XLA a tied output projection's matrix is
-        transposed here (XLA:CPU's `transpose_b` at 4 rows made a beam-4 decode 1.24x slower).
+        and values projected in one matmul; for a compiled layout a tied output projection's
+        matrix is transposed here (XLA:CPU's `transpose_b` at 4 rows made a beam-4 decode 1.24x
+        slower).
 
         Args:
           context, padding_mask: from `encode` (`batch` sentences).
           cache_length: decoder positions the self-attention cache holds.
-          rows: decoded sequences (`batch * beam_size`).
-          layout: "graph" or "xla", the cache layout (`layers.kv_cache`: each fastest in its mode).
+          beam_size: rows per sentence the steps decode (`batch * beam_size` rows).
+          layout: the cache layout: "graph" or "xla" (`layers.kv_cache.LAYOUTS`: each fastest
+            in its mode), or a `CacheLayout` class (built as `layout(num_heads, d_model)`).
 
         Returns:
-          `(self_cache, cross, constants)`: `self_cache` follows the hypotheses (beam search
-          tiles and reorders it), a `{"key", "value"}` of zeros per layer, `batch` rows; `cross`
-          is fixed per sentence, `{"layers": [{"key", "value"}], "bias": (batch, 1, 1, 1,
-          src_len)}`; `constants` are for `decode_step`.
+          A `DecodingState`: its `cache` (`batch` rows) follows the hypotheses (beam search
+          tiles and reorders it); the cross-attention keys/values stay per sentence.
         """
-        if layout not in LAYOUTS:
-            raise ValueError(f"layout must be one of {sorted(LAYOUTS)}, got {layout!r}.")
-        layout = LAYOUTS[layout](self.num_heads, self.d_model)
+        if isinstance(layout, str):
+            if layout not in LAYOUTS:
+                raise ValueError(f"layout must be one of {sorted(LAYOUTS)}, got {layout!r}.")
+            layout = LAYOUTS[layout]
+        layout = layout(self.config.num_heads, self.config.d_model)
         batch, dtype, stack = tf.shape(context)[0], self.compute_dtype, self.decoder.stack
         kv = [layer.cross_attention.decoding_projection(layout, "key", "value") for layer in stack]
         kv = tuple(tf.concat(parts, axis=-1) for parts in zip(*kv))  # every layer's
-        context = tf.reshape(context, (-1, self.d_model))
+        context = tf.reshape(context, (-1, self.config.d_model))
         memory = layout.memory(dense(context, kv), batch, 2 * len(stack))
         table = self.decoder.embedding.embedding.embeddings  # the encoder's when shared
         final = [] if self.final_layer is None else self.final_layer.weights
         variables = {id(v): v for v in self.decoder.weights + [table] + final}.values()
-        tied_under_xla = self.final_layer is None and isinstance(layout, LAYOUTS["xla"])
-        constants = {
-            "layout": layout,
-            "variables": [(v, tf.convert_to_tensor(v)) for v in variables],
-            "layers": [
-                {
-                    "self": layer.self_attention.decoding_projection(
-                        layout, "query", "key", "value"
-                    ),
-                    "cross": layer.cross_attention.decoding_projection(layout, "query"),
-                }
+        tied_compiled = self.final_layer is None and layout.compiled
+        return DecodingState(
+            layout=layout,
+            beam_size=beam_size,
+            cache=layout.empty(batch, cache_length, dtype, len(stack), beam_size),
+            cross=list(zip(memory[::2], memory[1::2])),
+            cross_bias=masks.mask_to_bias(padding_mask, dtype)[:, tf.newaxis],
+            projections=[
+                (
+                    layer.self_attention.decoding_projection(layout, "query", "key", "value"),
+                    layer.cross_attention.decoding_projection(layout, "query"),
+                )
                 for layer in stack
             ],
-            "output_kernel": tf.transpose(read_weight(table, dtype)) if tied_under_xla else None,
-            # Row `t`: the look-ahead mask's row as a bias; the indices that write position `t`.
-            "self_bias": masks.mask_to_bias(masks.create_look_ahead_mask(cache_length), dtype),
-            "slots": layout.slots(rows, cache_length),
-        }
-        cross = {
-            "layers": [{"key": k, "value": v} for k, v in zip(memory[::2], memory[1::2])],
-            "bias": masks.mask_to_bias(padding_mask, dtype)[:, tf.newaxis],
-        }
-        empty = dict.fromkeys(("key", "value"), layout.empty(batch, cache_length, dtype))
-        return [empty] * len(stack), cross, constants
+            # Row `t`: the look-ahead mask's row as a bias.
+            self_bias=masks.mask_to_bias(masks.create_look_ahead_mask(cache_length), dtype),
+            variables=[(v, tf.convert_to_tensor(v)) for v in variables],
+            output_kernel=tf.transpose(read_weight(table, dtype)) if tied_compiled else None,
+        )
 
-    def decode_step(self, ids, step, self_cache, cross, constants, *, beam_size=1, history=None):
+    def decode_step(self, ids, step, state: DecodingState):
         """One decoder position: the decoder's own layers on one token per row, with the caches.
 
         Args:
           ids: int `(rows,)` the token at position `step`, `rows = batch * beam_size`,
             sentence-major (row `b * beam_size + i`).
-          step: scalar int32 position, below `cache_length`.
-          self_cache, cross, constants: from `start_decoding` (made for `rows`); `self_cache`
-            with `rows` rows (tiled per beam, or from the previous step).
-          beam_size: rows per sentence.
-          history: "xla" layout only: `AttentionCache.history`, `(rows, cache_length, 2)`.
+          step: scalar int32 position, below the cache length.
+          state: from `start_decoding`, or the previous step; its cache with `rows` rows.
 
         Returns:
-          `(logits, self_cache)`: float32 `(rows, target_vocab_size)` for the token at
-          `step + 1`, and the self-attention cache with `step` written.
+          `(logits, state)`: float32 `(rows, target_vocab_size)` for the token at `step + 1`,
+          and the state with `step` written into its cache.
         """
-        layout, slot = constants["layout"], tf.gather(constants["slots"], step)
-        if history is not None and not isinstance(layout, LAYOUTS["xla"]):
-            raise ValueError("history needs the 'xla' step layout.")
-        bias = tf.gather(constants["self_bias"], step)
+        layout = state.layout
+        cache, where = layout.locate(state.cache, step)
+        bias = tf.gather(state.self_bias, step)
         caches = [
             (
-                AttentionCache(layout, w["self"], **own, bias=bias, slot=slot, history=history),
-                AttentionCache(layout, w["cross"], **memory, bias=cross["bias"], group=beam_size),
+                AttentionCache(layout, own_projection, key, value, bias, where=where),
+                AttentionCache(
+                    layout, cross_projection, *memory, state.cross_bias, group=state.beam_size
+                ),
             )
-            for own, memory, w in zip(self_cache, cross["layers"], constants["layers"], strict=True)
+            for (key, value), memory, (own_projection, cross_projection) in zip(
+                cache.layers, state.cross, state.projections, strict=True
+            )
         ]
-        with keras.StatelessScope(state_mapping=constants["variables"]):
+        with keras.StatelessScope(state_mapping=state.variables):
             x, caches = self.decoder(ids, cache=caches, position=step)
-            logits = self.project(x, kernel=constants["output_kernel"])
-        return logits, [{"key": own.key, "value": own.value} for own, _ in caches]
+            logits = self.project(x, kernel=state.output_kernel)
+        cache = dataclasses.replace(cache, layers=[(own.key, own.value) for own, _ in caches])
+        return logits, dataclasses.replace(state, cache=cache)
 
     def get_config(self):
         config = super().get_config()

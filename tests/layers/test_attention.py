@@ -45,12 +45,13 @@ def run_cached(mha, x, layout_name, mask):
     returns the outputs `(rows, len, d_model)` and the final cache."""
     rows, length = x.shape[:2]
     layout = LAYOUTS[layout_name](mha.num_heads, mha.d_model)
-    empty, slots = layout.empty(rows, length, tf.float32), layout.slots(rows, length)
+    kv_cache = layout.empty(rows, length, tf.float32, num_layers=1)
     projection = mha.decoding_projection(layout, "query", "key", "value")
-    cache = AttentionCache(layout, projection, empty, empty, bias=None)
+    cache = AttentionCache(layout, projection, *kv_cache.layers[0], bias=None)
     outputs = []
     for t in range(length):
-        cache = dataclasses.replace(cache, bias=mask[t] * -1e9, slot=slots[t])
+        kv_cache, where = layout.locate(kv_cache, t)
+        cache = dataclasses.replace(cache, bias=mask[t] * -1e9, where=where)
         out, cache = mha(x[:, t], cache=cache)
         outputs.append(out)
     return tf.stack(outputs, axis=1), cache

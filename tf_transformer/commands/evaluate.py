@@ -31,7 +31,9 @@ def register(subparsers) -> None:
         ),
     )
     parser.add_argument(
-        "model", metavar="RUN_DIR|SAVED_MODEL", help="A run directory or an exported SavedModel."
+        "model",
+        metavar="RUN_DIR|EXPORT",
+        help="A run directory, an exported SavedModel or a LiteRT export.",
     )
     parser.add_argument(
         "--dataset",
@@ -66,6 +68,14 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
+def exported(path: str) -> bool:
+    """`path` is a SavedModel or LiteRT export (a version folder or a base path)."""
+    from tf_transformer.inference.litert_runtime import litert_version
+    from tf_transformer.inference.load import saved_model_version
+
+    return saved_model_version(path) is not None or litert_version(path) is not None
+
+
 def evaluation_data(args: argparse.Namespace) -> tuple[DataConfig, str]:
     """The data to score on, and where it comes from.
 
@@ -75,17 +85,16 @@ def evaluation_data(args: argparse.Namespace) -> tuple[DataConfig, str]:
     Raises:
       CLIError: a SavedModel (or a run without a recorded dataset) and no --dataset.
     """
-    from tf_transformer.inference.load import saved_model_version
     from tf_transformer.run_dir import RunDir
 
     paths = {"tarball": args.tarball, "data_dir": args.data_dir}
     paths = {name: value for name, value in paths.items() if value is not None}
     if args.dataset is not None:
         return DataConfig(dataset=args.dataset, **paths), "--dataset"
-    if saved_model_version(args.model) is not None:
+    if exported(args.model):
         raise CLIError(
-            f"{args.model} is an exported SavedModel, which does not record the data it was "
-            "trained on: pass --dataset sample|ted_hrlr|PATH."
+            f"{args.model} is an export (SavedModel or LiteRT), which does not record the data "
+            "it was trained on: pass --dataset sample|ted_hrlr|PATH."
         )
     run = RunDir(args.model)
     if not run.exists():
@@ -104,7 +113,7 @@ def evaluation_data(args: argparse.Namespace) -> tuple[DataConfig, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tf_transformer.inference.load import open_translator, saved_model_version
+    from tf_transformer.inference.load import open_translator
 
     data, source = evaluation_data(args)
     # The model first: a wrong path fails before TensorFlow even loads.
@@ -121,8 +130,8 @@ def run(args: argparse.Namespace) -> int:
         dataset = dataset.take(args.limit)
     pairs = [(pt.decode(), en.decode()) for pt, en in dataset.as_numpy_iterator()]
     name = Path(spec).name or "data"
-    # Beside a run; in the working directory for a SavedModel (its version dir stays clean).
-    where = Path(".") if saved_model_version(args.model) else Path(args.model)
+    # Beside a run; in the working directory for an export (its version dir stays clean).
+    where = Path(".") if exported(args.model) else Path(args.model)
     output = Path(args.output or where / f"hypotheses.{name}.{args.split}.txt")
     scores, _ = evaluate(
         translator.translate,

@@ -35,7 +35,8 @@ def register(subparsers) -> None:
         metavar="RUN_DIR",
         nargs="?",
         default=None,
-        help="The trained run directory (omitted with --server: every argument is a sentence).",
+        help="The trained run directory, an exported SavedModel or a LiteRT export (omitted "
+        "with --server: every argument is a sentence).",
     )
     parser.add_argument("sentences", metavar="SENTENCE", nargs="*", help="Portuguese text.")
     add_decoding_arguments(

@@ -39,7 +39,7 @@ def pad_to_multiple(ids: tf.Tensor, multiple: int, limit: int | None = None) -> 
 
 
 def model_logits_fn(
-    model, src: tf.Tensor, max_new_tokens: int, *, beam_size: int = 1, layout: str = "graph"
+    model, src: tf.Tensor, max_new_tokens: int, *, beam_size: int = 1, layout="graph"
 ) -> tuple[LogitsFn, SplitCache]:
     """The cached seam for a `Transformer`: the encoder and cross-attention K/V run once.
 
@@ -49,61 +49,32 @@ def model_logits_fn(
       max_new_tokens: decoder positions the fixed-size self-attention cache holds.
       beam_size: hypotheses per sentence the strategy will decode (1 for greedy decoding); the
         cross-attention keys/values and the source mask stay per sentence, shared by its beams.
-      layout: the decoding step's cache layout: "graph" (per-head caches, batched matmuls) or
-        "xla" (heads merged, attention as products and sums; see `Transformer.start_decoding`).
+      layout: the decoding step's cache layout: "graph" (per-head caches, batched matmuls),
+        "xla" (heads merged, attention as products and sums), or a `CacheLayout` class (see
+        `Transformer.start_decoding`).
 
     Returns:
-      `(logits_fn, initial_cache)`: a `SplitCache` whose `per_beam` part is the self-attention
-      cache (`batch` rows; beam search tiles it) and whose `per_sentence` part holds the
-      cross-attention keys/values and the source padding bias. The weights, prepared once here
-      (fused q/k/v, cast), and the mask and scatter-index tables are closed over.
-
-      With `layout="xla"` and beams, the self-attention cache is `in_place` instead: a step
-      writes each hypothesis's keys/values into its own row and the beams' reorders move only
-      `per_beam`, an int32 `(rows, max_new_tokens)` table of the row that holds each position of
-      each hypothesis. Under XLA, reordering the cache cost more than the attention read
-      through the table (bench/README.md, "Beam search").
+      `(logits_fn, initial_cache)`: a `SplitCache` of the `DecodingState`'s carried parts
+      (`DecodingState.carried`): `per_beam` follows the hypotheses (`batch` rows; beam search
+      tiles it), `per_sentence` holds the cross-attention keys/values and the source padding
+      bias, `in_place` what the layout writes in place (tiled, never reordered). The weights,
+      prepared once (fused q/k/v, cast), and the layout's tables are closed over.
     """
-    if max_new_tokens > model.max_length:
+    if max_new_tokens > model.config.max_length:
         raise ValueError(
             f"max_new_tokens {max_new_tokens} exceeds the model's positional table "
-            f"(max_length {model.max_length})."
+            f"(max_length {model.config.max_length})."
         )
     context, padding_mask = model.encode(src)
-    self_cache, cross, constants = model.start_decoding(
-        context, padding_mask, max_new_tokens, tf.shape(src)[0] * beam_size, layout=layout
+    state = model.start_decoding(
+        context, padding_mask, max_new_tokens, beam_size=beam_size, layout=layout
     )
-    in_place = layout == "xla" and beam_size > 1
-    if in_place:  # the step's tables, made once: each row's index, each position's
-        rows = tf.shape(src)[0] * beam_size
-        positions = tf.range(max_new_tokens)
-        row_ids = tf.range(rows)[:, tf.newaxis]  # (rows, 1)
-        position_grid = tf.broadcast_to(positions, [rows, max_new_tokens])
 
     def logits_fn(ids, step, cache):
-        history = None
-        if in_place:
-            origin = cache.per_beam  # (rows, max_new_tokens): this step's row writes `step`
-            origin = tf.where(tf.equal(positions, step), row_ids, origin)
-            history = tf.stack([origin, position_grid], axis=-1)
-        logits, self_cache = model.decode_step(
-            ids,
-            step,
-            cache.in_place if in_place else cache.per_beam,
-            cache.per_sentence,
-            constants,
-            beam_size=beam_size,
-            history=history,
-        )
-        if in_place:
-            return logits, SplitCache(origin, cache.per_sentence, self_cache)
-        return logits, SplitCache(self_cache, cache.per_sentence)
+        logits, stepped = model.decode_step(ids, step, state.resume(*cache))
+        return logits, SplitCache(*stepped.carried())
 
-    if in_place:
-        # Set as positions are written.
-        origin = tf.zeros([tf.shape(src)[0], max_new_tokens], tf.int32)
-        return logits_fn, SplitCache(origin, cross, self_cache)
-    return logits_fn, SplitCache(self_cache, cross)
+    return logits_fn, SplitCache(*state.carried())
 
 
 def recompute_logits_fn(model, src: tf.Tensor, max_new_tokens: int) -> tuple[LogitsFn, Any]:
@@ -133,7 +104,7 @@ def make_decode_fn(
     return_all_beams: bool = False,
     jit_compile: bool = False,
     recompute: bool = False,
-    step_layout: str | None = None,
+    step_layout: str | type | None = None,
 ) -> Callable[[tf.Tensor], DecodeOutput]:
     """A `tf.function` `src (batch, src_len) int64 -> DecodeOutput` decoding with `model`.
 
@@ -148,7 +119,8 @@ def make_decode_fn(
         so the source is padded to a multiple of `SRC_LENGTH_BUCKET` first (PAD is masked: the
         output does not change); each batch size still compiles once.
       recompute: use the reference `recompute_logits_fn` (no cache; cannot be XLA-compiled).
-      step_layout: the decoding step's cache layout (`model_logits_fn`'s `layout`); by default
+      step_layout: the decoding step's cache layout (`model_logits_fn`'s `layout`: a name or a
+        `CacheLayout` class); by default
         "xla" with `jit_compile`, else "graph" (each is the faster one there).
     """
     if step_layout is None:

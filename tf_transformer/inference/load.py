@@ -1,7 +1,7 @@
 """One front door for translating: `open_translator(source)`.
 
-The source is a run directory, an exported SavedModel (a version directory or a model base
-path) or a TF Serving server (REST `http://host:8501` or gRPC `grpc://host:8500`); each opens
+The source is a run directory, an exported SavedModel or LiteRT export (a version directory or
+a model base path) or a TF Serving server (REST `http://host:8501` or gRPC `grpc://host:8500`); each opens
 with the same `.translate(sentences)` and `.attention(sentence)`. Decoding settings are `DecodeConfig` fields;
 a backend that cannot honour one (a SavedModel decodes as it was exported) raises a
 `ValueError` that says what to do, instead of ignoring it.
@@ -196,14 +196,15 @@ def open_translator(
     model_name: str = "transformer",
     batch_size: int = 32,
 ) -> TextTranslator:
-    """Opens a translator on a run directory, a SavedModel or a TF Serving URL.
+    """Opens a translator on a run directory, a SavedModel, a LiteRT export or a TF Serving URL.
 
     Settings left at None take the backend's own: `DecodeConfig`'s defaults for a run
     directory, the export's for a SavedModel or a server.
 
     Args:
-      source: a run directory, a SavedModel (version directory or base path: its highest
-        version), or a TF Serving address: `http(s)://` (REST) or `grpc://host:port`.
+      source: a run directory, a SavedModel or a LiteRT export (version directory or base path:
+        its highest version; a LiteRT export takes every decoding setting, its caps at most the
+        export's), or a TF Serving address: `http(s)://` (REST) or `grpc://host:port`.
       beam_size, length_penalty, max_source_tokens, max_new_tokens: `DecodeConfig` fields.
         A SavedModel or server takes `beam_size=1` (its `greedy` signature) or its export's
         beam size, and nothing else that differs from its export.
@@ -234,6 +235,16 @@ def open_translator(
             raise ValueError("--checkpoint is for run directories; a server has one model.")
         return ServerTranslator(text, model_name, changes, batch_size)
     path = Path(source)
+    from tf_transformer.inference.litert_runtime import LiteRTTranslator, litert_version
+
+    litert_dir = litert_version(path)
+    if litert_dir is not None:
+        if checkpoint is not None or jit_compile:
+            raise ValueError(
+                f"{litert_dir} is a LiteRT export with one set of weights: --checkpoint and "
+                "--jit-compile are for run directories."
+            )
+        return LiteRTTranslator(litert_dir, **changes)
     version_dir = saved_model_version(path)
     if version_dir is not None:
         if checkpoint is not None:

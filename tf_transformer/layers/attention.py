@@ -9,11 +9,39 @@ from typing import Any
 
 import tensorflow as tf
 
+from tf_transformer.layers.cache_layout import CacheLayout
 from tf_transformer.masks import mask_to_bias
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, dropout=None):
+class MatmulKernels:
+    """`scaled_dot_product_attention`'s products and length reductions for `(..., len, depth)`
+    queries, keys and values (`tf.matmul`; reductions over the last axis)."""
+
+    normalise_after = False
+
+    def scores(self, q, k):
+        return tf.matmul(q, k, transpose_b=True)
+
+    def peak(self, logits):
+        return tf.reduce_max(logits, axis=-1, keepdims=True)
+
+    def total(self, exp):
+        return tf.reduce_sum(exp, axis=-1, keepdims=True)
+
+    def weigh(self, weights, v):
+        return tf.matmul(weights, v)
+
+
+MATMUL = MatmulKernels()
+
+
+def scaled_dot_product_attention(
+    q, k, v, mask=None, dropout=None, *, bias=None, kernels=MATMUL, scale=True, return_weights=True
+):
     """`softmax(q k^T / sqrt(d_k) + mask * large_negative) v` (paper section 3.2.1).
+
+    The one attention of the package: `MultiHeadAttention` runs it over whole sequences and,
+    decoding, over a cache layout's keys and values (`layers.cache_layout`).
 
     Args:
       q: `(..., len_q, depth)` queries.
@@ -22,18 +50,39 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout=None):
       mask: optional float mask broadcastable to `(..., len_q, len_k)`; **1.0 = masked**.
       dropout: optional callable applied to the weights before they weight the values
         (attention dropout); the returned weights are the ones before it.
+      bias: optional additive bias (a mask already as `mask_to_bias`), broadcastable to the
+        logits.
+      kernels: the products and reductions (`AttentionKernels`) for the shapes of `q`, `k`,
+        `v`: a cache layout's `kernels` when decoding.
+      scale: divide the logits by `sqrt(depth)`; False when `q` was scaled beforehand.
+      return_weights: False: no weights are returned (None), and the softmax is written out
+        as `exp(logits - max) / sum` (no `Softmax` op, which oneDNN runs slowly at one-row
+        sizes), in float32 for half types as TF's Softmax computes; with
+        `kernels.normalise_after`, the values are weighted by `exp` and the result divided.
 
     Returns:
       `(output, weights)`: `(..., len_q, depth_v)` and the attention weights
       `(..., len_q, len_k)`, whose rows sum to 1.
     """
-    depth = tf.cast(tf.shape(k)[-1], q.dtype)
-    logits = tf.matmul(q, k, transpose_b=True) / tf.math.sqrt(depth)  # (..., len_q, len_k)
+    logits = kernels.scores(q, k)  # (..., len_q, len_k)
+    if scale:
+        logits = logits / tf.math.sqrt(tf.cast(tf.shape(k)[-1], logits.dtype))
     if mask is not None:
         logits += mask_to_bias(mask, logits.dtype)
-    weights = tf.nn.softmax(logits, axis=-1)
-    dropped = weights if dropout is None else dropout(weights)
-    return tf.matmul(dropped, v), weights
+    if bias is not None:
+        logits += tf.cast(bias, logits.dtype)
+    if return_weights:
+        weights = tf.nn.softmax(logits, axis=-1)
+        dropped = weights if dropout is None else dropout(weights)
+        return kernels.weigh(dropped, v), weights
+    if logits.dtype in (tf.float16, tf.bfloat16):
+        logits = tf.cast(logits, tf.float32)
+    exp = tf.exp(logits - kernels.peak(logits))
+    if kernels.normalise_after:  # `(.., depth_v)` divisions instead of `(.., len_k)`
+        attended = kernels.weigh(exp, v) / kernels.total(exp)
+    else:
+        attended = kernels.weigh(exp / kernels.total(exp), v)
+    return tf.cast(attended, v.dtype), None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,25 +92,23 @@ class AttentionCache:
     (A dataclass: Keras refuses call arguments that nest tensors with other values.)
 
     Attributes:
-      layout: a `kv_cache` layout: how keys and values are stored, written and read.
+      layout: the `CacheLayout`: how keys and values are stored, written and read.
       projection: `decoding_projection`'s `(kernel, bias)`: query, key and value for
         self-attention, the query for cross-attention.
       key, value: the self-attention cache, or the encoder output's keys and values.
       bias: additive mask bias, broadcastable to the scores.
-      slot: self-attention: where the position is written (a row of `layout.slots`).
+      where: self-attention: where the position is written and read from (`layout.locate`);
+        None: cross-attention, nothing written.
       group: queries per key/value row (the beams of a sentence in cross-attention).
-      history: "xla" layout: int32 `(rows, len, 2)`, `[cache row, position]` of each row's
-        earlier positions (beam search without moving cache rows); None: in the row itself.
     """
 
-    layout: Any
+    layout: CacheLayout
     projection: tuple[tf.Tensor, tf.Tensor]
     key: tf.Tensor
     value: tf.Tensor
     bias: tf.Tensor
-    slot: tf.Tensor | None = None
+    where: Any = None
     group: int = 1
-    history: tf.Tensor | None = None
 
 
 @tf.keras.utils.register_keras_serializable(package="tf_transformer")
@@ -141,16 +188,18 @@ class MultiHeadAttention(tf.keras.layers.Layer):
         return self.wo(attended), weights
 
     def _attend_cached(self, x, cache: AttentionCache):
-        projected = dense(x, cache.projection)  # (rows, d_model or 3 d_model)
+        layout, projected = cache.layout, dense(x, cache.projection)  # (rows, d or 3 d)
         keys, values, q = cache.key, cache.value, projected
-        if cache.slot is not None:  # self-attention: the position joins the cache first
+        if cache.where is not None:  # self-attention: the position joins the cache first
             q, k, v = tf.split(projected, 3, axis=-1)
-            keys = cache.layout.write(keys, k, cache.slot)
-            values = cache.layout.write(values, v, cache.slot)
+            keys = layout.write(keys, k, cache.where)
+            values = layout.write(values, v, cache.where)
             cache = dataclasses.replace(cache, key=keys, value=values)
-            if cache.history is not None:
-                keys, values = (tf.gather_nd(t, cache.history) for t in (keys, values))
-        return cache.layout.attend(q, keys, values, cache.bias, cache.group), cache
+        q, keys, values, bias = layout.read(q, keys, values, cache.bias, cache.group, cache.where)
+        attended, _ = scaled_dot_product_attention(
+            q, keys, values, bias=bias, kernels=layout.kernels, scale=False, return_weights=False
+        )
+        return tf.reshape(attended, (-1, self.d_model)), cache  # heads contiguous: no transpose
 
     def decoding_projection(self, layout, *names: str) -> tuple[tf.Tensor, tf.Tensor]:
         """`names` ("query", "key", "value") as one `(kernel, bias)` in the compute dtype.

@@ -1,6 +1,7 @@
-"""The two key/value cache layouts of one-token decoding: how a position is stored, written, read.
+"""The key/value cache layouts of one-token decoding: how a position is stored, written, read.
 
-`MultiHeadAttention.call(..., cache=...)` runs the same projections for both layouts.
+Each is a `cache_layout.CacheLayout`; `MultiHeadAttention.call(..., cache=...)` runs the same
+projections and `scaled_dot_product_attention` for each, with the layout's `kernels`.
 
 * `GraphLayout` (the fastest in graph mode): per-head caches, a position written as
   `rows * heads` scatter slices, attention as batched matmuls.
@@ -11,13 +12,19 @@
   (`arrange`, on the kernels once per call), so score sums run over a major axis with the heads
   as vector lanes; a length over 32 is viewed as two axes of at most 32 (`_length_dims`), else
   XLA:CPU's TreeReductionRewriter splits the reduction and the product stops fusing into the sum.
+* `layers.litert_layout.LiteRTLayout` (the LiteRT export's step): `GraphLayout`'s storage, a
+  position written with one dynamic update slice.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import tensorflow as tf
+
+from tf_transformer.layers.attention import MatmulKernels
+from tf_transformer.layers.cache_layout import KVCache
 
 # XLA:CPU splits a reduction over an axis longer than this (TreeReductionRewriter's window).
 REDUCE_WINDOW = 32
@@ -26,17 +33,32 @@ _maximum = functools.partial(functools.reduce, tf.maximum)  # of a list of tenso
 
 class GraphLayout:
     """Per-head caches and batched matmuls: self-attention cache `(rows, 1, heads, len, depth)`,
-    memory keys/values `(batch, 1, heads, src_len, depth)`, slots `[row, 0, head, position]`."""
+    memory keys/values `(batch, 1, heads, src_len, depth)`, slots `[row, 0, head, position]`.
+
+    With oneDNN on (TensorFlow's default on x86), `BatchMatMulV2` and `Softmax` become oneDNN
+    primitives costing ~40 µs each at these sizes (measured; 12 of them made most of a 2 ms
+    step): the kernels are `BatchMatMulV3` (Eigen, a few µs) and attention reads no weights
+    (`scaled_dot_product_attention(return_weights=False)`: no Softmax op).
+    """
+
+    compiled = False
 
     def __init__(self, num_heads: int, d_model: int):
         self.num_heads, self.d_model, self.depth = num_heads, d_model, d_model // num_heads
+        self.kernels = BatchMatmulKernels()
 
     def arrange(self, columns):
         """The order of query and key columns the layout reads (here: as projected)."""
         return columns
 
-    def empty(self, rows, length, dtype):
+    def storage(self, rows, length, dtype):
+        """One layer's zero key (or value) storage."""
         return tf.zeros((rows, 1, self.num_heads, length, self.depth), dtype)
+
+    def empty(self, batch, length, dtype, num_layers, beam_size=1):
+        zeros = self.storage(batch, length, dtype)
+        tables = {"slots": self.slots(batch * beam_size, length)}
+        return KVCache([(zeros, zeros)] * num_layers, tables=tables)
 
     def memory(self, projected, batch, count: int):
         """`(batch * src_len, count * d_model)` projected keys/values -> `count` memories."""
@@ -52,31 +74,33 @@ class GraphLayout:
         parts = [row, tf.zeros_like(row), head, position]
         return tf.stack([tf.broadcast_to(p, shape) for p in parts], axis=-1)
 
-    def write(self, cache, x, slot):
-        """`x` `(rows, d_model)` written into `cache` at `slot` (in place under XLA)."""
+    def locate(self, cache, step):
+        """The step's scatter indices (a row of `slots`)."""
+        return cache, tf.gather(cache.tables["slots"], step)
+
+    def write(self, storage, x, where):
+        """`x` `(rows, d_model)` written into `storage` at `where` (in place under XLA)."""
         return tf.tensor_scatter_nd_update(
-            cache, slot, tf.reshape(x, (-1, self.num_heads, self.depth))
+            storage, where, tf.reshape(x, (-1, self.num_heads, self.depth))
         )
 
-    def attend(self, q, keys, values, bias, group: int = 1):
-        """`softmax(q k^T + bias) v` for `q` `(rows, d_model)`, rows sentence-major in groups of
-        `group` sharing a key/value row. Returns `(rows, d_model)`.
-
-        With oneDNN on (TensorFlow's default on x86), `BatchMatMulV2` and `Softmax` become oneDNN
-        primitives costing ~40 µs each at these sizes (measured; 12 of them made most of a 2 ms
-        step). `BatchMatMulV3` and the softmax as max/exp/sum run as Eigen kernels in a few µs.
-        """
-        q = tf.reshape(q, (-1, group, self.num_heads, 1, self.depth))
-        logits = _batch_matmul(q, keys, adj_y=True) + bias  # (batch, group, heads, 1, len)
-        weights = _softmax(logits, axis=-1)
-        attended = _batch_matmul(tf.cast(weights, values.dtype), values)
-        return tf.reshape(attended, (-1, self.d_model))  # heads are contiguous: no transpose
+    def read(self, q, keys, values, bias, group, where=None):
+        """Queries `(batch, group, heads, 1, depth)` against keys/values `(batch, 1, heads,
+        len, depth)`; the result's heads are contiguous (no transpose back)."""
+        return tf.reshape(q, (-1, group, self.num_heads, 1, self.depth)), keys, values, bias
 
 
 class XlaLayout(GraphLayout):
     """Heads merged, attention as products and sums (module docstring): self-attention cache
     `(rows, len, d_model)`, memory keys/values `(batch, 1, src_len, d_model)`, keys depth-major,
-    scatter slots `[row, position]`."""
+    scatter slots `[row, position]`. With beams the cache is written in place (`KVCache`): each
+    hypothesis's position goes into its own row, and reads gather through a row table."""
+
+    compiled = True
+
+    def __init__(self, num_heads: int, d_model: int):
+        super().__init__(num_heads, d_model)
+        self.kernels = ProductsAndSums()
 
     def arrange(self, columns):
         """Head-major columns `(..., heads * depth)` -> depth-major `(..., depth * heads)`."""
@@ -84,8 +108,26 @@ class XlaLayout(GraphLayout):
         split = tf.reshape(columns, tf.concat([shape[:-1], [self.num_heads, -1]], axis=0))
         return tf.reshape(tf.transpose(split, [*range(rank - 1), rank, rank - 1]), shape)
 
-    def empty(self, rows, length, dtype):
+    def storage(self, rows, length, dtype):
         return tf.zeros((rows, length, self.d_model), dtype)
+
+    def empty(self, batch, length, dtype, num_layers, beam_size=1):
+        cache = super().empty(batch, length, dtype, num_layers, beam_size)
+        if beam_size == 1:
+            return cache
+        # Under XLA, reordering the cache cost more than reading through the table
+        # (bench/README.md, "Beam search"). `rows`, set as positions are written: the row that
+        # holds each position of each hypothesis.
+        rows = batch * beam_size
+        positions = tf.range(length)
+        tables = {
+            **cache.tables,
+            "positions": positions,
+            "row_ids": tf.range(rows)[:, tf.newaxis],  # (rows, 1)
+            "position_grid": tf.broadcast_to(positions, [rows, length]),
+        }
+        origin = tf.zeros([batch, length], tf.int32)
+        return KVCache(cache.layers, rows=origin, tables=tables, in_place=True)
 
     def memory(self, projected, batch, count: int):
         shape = (batch, 1, -1, count, self.d_model)
@@ -96,49 +138,78 @@ class XlaLayout(GraphLayout):
         position = tf.broadcast_to(tf.range(length)[:, tf.newaxis], (length, rows))
         return tf.stack([row, position], axis=-1)  # (length, rows, 2)
 
-    def write(self, cache, x, slot):
-        return tf.tensor_scatter_nd_update(cache, slot, x)
+    def locate(self, cache, step):
+        """The step's scatter indices and, written in place, each row's `[cache row, position]`
+        of its earlier positions, `(rows, len, 2)` (this step's row writes `step`)."""
+        tables = cache.tables
+        slot = tf.gather(tables["slots"], step)
+        if not cache.in_place:
+            return cache, (slot, None)
+        origin = tf.where(tf.equal(tables["positions"], step), tables["row_ids"], cache.rows)
+        history = tf.stack([origin, tables["position_grid"]], axis=-1)
+        return dataclasses.replace(cache, rows=origin), (slot, history)
 
-    def attend(self, q, keys, values, bias, group: int = 1):
+    def write(self, storage, x, where):
+        return tf.tensor_scatter_nd_update(storage, where[0], x)
+
+    def read(self, q, keys, values, bias, group, where=None):
+        """A sentence's queries `(batch, group, 1.., depth, heads)` against its keys `(batch, 1,
+        len.., depth, heads)` and values `(batch, 1, len.., heads, depth)`."""
+        if where is not None and where[1] is not None:
+            keys, values = (tf.gather_nd(t, where[1]) for t in (keys, values))
         length_axis = len(keys.shape) - 2  # the self-attention cache has no group axis
         dims = _length_dims(keys, length_axis)
-        # A sentence's queries `(batch, group, 1.., depth, heads)` against its keys `(batch, 1,
-        # len.., depth, heads)`.
         q = tf.reshape(q, (-1, group, *[1] * len(dims), self.depth, self.num_heads))
         keys = tf.reshape(keys, (-1, 1, *dims, self.depth, self.num_heads))
         values = tf.reshape(values, (-1, 1, *dims, self.num_heads, self.depth))
         bias = tf.reshape(bias, (-1, 1, *dims, 1))
-        dtype = tf.float32 if q.dtype in (tf.float16, tf.bfloat16) else q.dtype
-        q, keys, bias = tf.cast(q, dtype), tf.cast(keys, dtype), tf.cast(bias, dtype)
-        logits = tf.reduce_sum(q * keys, axis=-2) + bias  # (batch, group, len.., heads)
-        peak = _over_length(logits, tf.reduce_max, _maximum, len(dims), axis=-2)  # (.., heads)
-        for _ in dims:
-            peak = peak[..., tf.newaxis, :]
-        exp = tf.exp(logits - peak)
-        products = exp[..., tf.newaxis] * tf.cast(values, dtype)  # (.., len.., heads, depth)
-        attended = _over_length(products, tf.reduce_sum, tf.add_n, len(dims), axis=-3)
-        # Normalised after the sum: `(heads, depth)` divisions instead of `(len, heads)`.
-        total = _over_length(exp, tf.reduce_sum, tf.add_n, len(dims), axis=-2)  # (.., heads)
-        attended = tf.cast(attended / total[..., tf.newaxis], values.dtype)
-        return tf.reshape(attended, (-1, self.d_model))
+        return q, keys, values, bias
 
 
 LAYOUTS = {"graph": GraphLayout, "xla": XlaLayout}
+
+
+class BatchMatmulKernels(MatmulKernels):
+    """`MatmulKernels` as `BatchMatMulV3` (see `GraphLayout`)."""
+
+    def scores(self, q, k):
+        return _batch_matmul(q, k, adj_y=True)
+
+    def weigh(self, weights, v):
+        return _batch_matmul(tf.cast(weights, v.dtype), v)
+
+
+class ProductsAndSums:
+    """The kernels for `XlaLayout.read`'s shapes: products and sums over the length axes (one,
+    or two of at most `REDUCE_WINDOW`), heads last (the vector lanes); float32 for half types.
+    Normalised after the weighted sum: `(heads, depth)` divisions instead of `(len, heads)`."""
+
+    normalise_after = True
+
+    def scores(self, q, k):
+        dtype = tf.float32 if q.dtype in (tf.float16, tf.bfloat16) else q.dtype
+        return tf.reduce_sum(tf.cast(q, dtype) * tf.cast(k, dtype), axis=-2)  # (.., len.., heads)
+
+    def peak(self, logits):
+        length_axes = len(logits.shape) - 3
+        peak = _over_length(logits, tf.reduce_max, _maximum, length_axes, axis=-2)  # (.., heads)
+        for _ in range(length_axes):
+            peak = peak[..., tf.newaxis, :]
+        return peak
+
+    def total(self, exp):
+        total = _over_length(exp, tf.reduce_sum, tf.add_n, len(exp.shape) - 3, axis=-2)
+        return total[..., tf.newaxis]  # (.., heads, 1)
+
+    def weigh(self, weights, v):
+        products = weights[..., tf.newaxis] * tf.cast(v, weights.dtype)  # (.., len.., heads, d)
+        return _over_length(products, tf.reduce_sum, tf.add_n, len(v.shape) - 4, axis=-3)
 
 
 def _batch_matmul(x, y, *, adj_y=False):
     if x.dtype == tf.float16:  # BatchMatMulV3 has no float16 CPU kernel (and oneDNN no float16)
         return tf.matmul(x, y, adjoint_b=adj_y)
     return tf.raw_ops.BatchMatMulV3(x=x, y=y, Tout=x.dtype, adj_y=adj_y)
-
-
-def _softmax(logits, axis):
-    """`tf.nn.softmax` without its oneDNN kernel (see `GraphLayout.attend`); float32 for half
-    types, as TF's Softmax kernel computes."""
-    if logits.dtype in (tf.float16, tf.bfloat16):
-        logits = tf.cast(logits, tf.float32)
-    exp = tf.exp(logits - tf.reduce_max(logits, axis=axis, keepdims=True))
-    return exp / tf.reduce_sum(exp, axis=axis, keepdims=True)
 
 
 def _length_dims(x, axis: int) -> list:

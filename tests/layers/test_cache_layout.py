@@ -1,0 +1,61 @@
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tf_transformer.config import get_preset
+from tf_transformer.inference.decoding import make_decode_fn
+from tf_transformer.layers.attention import MATMUL
+from tf_transformer.layers.cache_layout import KVCache
+from tf_transformer.model import Transformer
+
+
+class OneHotLayout:
+    """A third cache layout, written here only: heads merged `(rows, len, d_model)`, a position
+    written by one-hot arithmetic (no scatter), read as `(.., heads, len, depth)` by the plain
+    matmul kernels. Nothing else in the package knows it."""
+
+    kernels = MATMUL
+    compiled = False
+
+    def __init__(self, num_heads, d_model):
+        self.num_heads, self.d_model, self.depth = num_heads, d_model, d_model // num_heads
+
+    def arrange(self, columns):
+        return columns
+
+    def memory(self, projected, batch, count):
+        return tf.unstack(tf.reshape(projected, (batch, -1, count, self.d_model)), count, axis=2)
+
+    def empty(self, batch, length, dtype, num_layers, beam_size=1):
+        zeros = tf.zeros((batch, length, self.d_model), dtype)
+        return KVCache([(zeros, zeros)] * num_layers, tables={"length": length})
+
+    def locate(self, cache, step):
+        return cache, tf.one_hot(step, cache.tables["length"])  # (len,)
+
+    def write(self, storage, x, where):
+        return storage + tf.cast(where, x.dtype)[:, tf.newaxis] * x[:, tf.newaxis, :]
+
+    def read(self, q, keys, values, bias, group, where=None):
+        def heads(t):  # (batch, len, d_model) -> (batch, 1, heads, len, depth)
+            t = tf.reshape(t, (tf.shape(t)[0], 1, -1, self.num_heads, self.depth))
+            return tf.transpose(t, (0, 1, 3, 2, 4))
+
+        q = tf.reshape(q, (-1, group, self.num_heads, 1, self.depth))
+        return q, heads(keys), heads(values), bias
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_a_layout_defined_outside_the_package_decodes_as_recompute(beam_size):
+    config = get_preset("tiny").replace(
+        num_layers=2, d_model=16, dff=32, input_vocab_size=30, target_vocab_size=40
+    )
+    tf.keras.utils.set_random_seed(1)
+    model = Transformer.from_config(config)
+    model.build()
+    src = tf.constant([[2, 5, 6, 7, 8, 3], [2, 9, 3, 0, 0, 0]], tf.int64)
+    kwargs = {"max_new_tokens": 6, "beam_size": beam_size, "min_length": 6}
+    toy = make_decode_fn(model, step_layout=OneHotLayout, **kwargs)(src)
+    reference = make_decode_fn(model, recompute=True, **kwargs)(src)
+    np.testing.assert_array_equal(toy.ids.numpy(), reference.ids.numpy())
+    np.testing.assert_allclose(toy.scores.numpy(), reference.scores.numpy(), atol=1e-5)
