@@ -39,7 +39,7 @@ import numpy as np
 import tensorflow as tf
 from json_figures import add_json_flags, write_json
 
-from tf_transformer.config import get_preset
+from tf_transformer.config import DecodeConfig, get_preset
 from tf_transformer.inference.ctranslate2_export import export_ctranslate2
 from tf_transformer.inference.decoding import make_decode_fn
 from tf_transformer.inference.export import ExportModule
@@ -145,7 +145,9 @@ def main() -> None:
     cases = []  # the --json figures: median ms per engine and the ratios, per (length, beam)
     for n in args.lengths:
         saved_path = ExportModule(
-            tokenizers, model, max_source_tokens=n, max_new_tokens=n, beam_size=4
+            tokenizers,
+            model,
+            config=DecodeConfig(max_source_tokens=n, max_new_tokens=n, beam_size=4),
         ).export(work / f"saved_{n}")
         saved = tf.saved_model.load(str(saved_path))
         # Sources after which neither greedy nor beam 4 emits END before n tokens (unforced),

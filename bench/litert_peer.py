@@ -39,7 +39,7 @@ import tensorflow as tf
 from ctranslate2_peer import seconds, tokenizers_for
 from json_figures import add_json_flags, write_json
 
-from tf_transformer.config import get_preset
+from tf_transformer.config import DecodeConfig, get_preset
 from tf_transformer.inference.ctranslate2_export import export_ctranslate2
 from tf_transformer.inference.decoding import make_decode_fn
 from tf_transformer.inference.litert_export import export_litert
@@ -111,10 +111,12 @@ def main() -> None:
     folders = {
         q: export_litert(tokenizers, model, work / q, quantization=q) for q in ("none", "int8")
     }
-    options = {"max_new_tokens": max(args.lengths), "num_threads": 1}
-    litert = {q: LiteRTTranslator(folder, **options) for q, folder in folders.items()}
+    decoding = DecodeConfig(max_new_tokens=max(args.lengths))
+    litert = {
+        q: LiteRTTranslator(folder, decoding, num_threads=1) for q, folder in folders.items()
+    }
     # Its own interpreters, as a server would have: a batch of 4 rows resizes the step's inputs.
-    litert["beam"] = LiteRTTranslator(folders["none"], **options)
+    litert["beam"] = LiteRTTranslator(folders["none"], decoding, num_threads=1)
     print(
         f"{args.preset} preset, random weights, batch 1; LiteRT cache of "
         f"{litert['none'].cache_length} positions (1 thread); ctranslate2 "

@@ -298,7 +298,7 @@ def evaluate_run(args, root: Path) -> dict:
             start = time.monotonic()
             scores, _ = evaluate(
                 lambda batch, b=beam_size, p=penalty: translator.translate_batch(
-                    batch, beam_size=b, length_penalty=p
+                    batch, config=DecodeConfig(beam_size=b, length_penalty=p)
                 ),
                 pairs,
                 hypotheses_path=run.root
@@ -442,7 +442,7 @@ def main() -> None:
         "--alpha",  # deprecated name, warned about below
         type=float,
         default=None,
-        help=f"Beam length penalty (default: DecodeConfig's, {DecodeConfig.length_penalty:g}).",
+        help=f"Beam length penalty (default: DecodeConfig's, {DecodeConfig.DEFAULT_LENGTH_PENALTY:g}).",
     )
     parser.add_argument(
         "--length-penalties",
@@ -472,7 +472,7 @@ def main() -> None:
         parser.error("--length-penalties needs beam search (--beam-size 2 or more).")
     if args.length_penalties is None:
         one = args.length_penalty
-        args.length_penalties = [DecodeConfig.length_penalty if one is None else one]
+        args.length_penalties = [DecodeConfig.DEFAULT_LENGTH_PENALTY if one is None else one]
     if args.dataset_weights and args.preset not in MIXES:
         parser.error(f"--dataset-weights is for a mixed preset ({', '.join(MIXES)}).")
     if args.eval_only:

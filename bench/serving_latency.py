@@ -93,7 +93,7 @@ def main() -> None:
     if args.threads:
         tf.config.threading.set_intra_op_parallelism_threads(args.threads)
 
-    from tf_transformer.config import get_preset
+    from tf_transformer.config import DecodeConfig, get_preset
     from tf_transformer.inference.export import ExportModule
     from tf_transformer.model import Transformer
     from tf_transformer.run_dir import RunDir
@@ -122,9 +122,11 @@ def main() -> None:
         module = ExportModule(
             tokenizers,
             model,
-            max_source_tokens=args.max_length,
-            max_new_tokens=args.max_length,
-            beam_size=args.beam_size,
+            config=DecodeConfig(
+                max_source_tokens=args.max_length,
+                max_new_tokens=args.max_length,
+                beam_size=args.beam_size,
+            ),
             jit_compile=jit,
             warmup_batch_sizes=batch_sizes,
         )

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_transformer.config import get_preset
+from tf_transformer.config import DecodeConfig, get_preset
 from tf_transformer.data.sample import sample_pairs
 from tf_transformer.inference.export import ExportModule
 from tf_transformer.inference.graph_ops import LONG_STANDING_TEXT_OPS, classify_ops, graph_ops
@@ -96,7 +96,9 @@ def export(tmp_path_factory):
     model = Transformer.from_config(config)
     model.build()
     module = ExportModule(
-        tokenizers, model, beam_size=3, max_source_tokens=MAX_LENGTH, max_new_tokens=MAX_LENGTH
+        tokenizers,
+        model,
+        config=DecodeConfig(beam_size=3, max_source_tokens=MAX_LENGTH, max_new_tokens=MAX_LENGTH),
     )
     return module.export(root / "saved_models" / "cased"), module
 
@@ -114,7 +116,7 @@ def test_saved_model_matches_translator_without_project_code(export):
     assert out["translations"] == texts
     assert out["tokens"] == expected["ids"].numpy().tolist()
     assert len(set(texts)) > 1  # untrained, but not constant: the comparison can fail
-    greedy = translator.translate_batch(SENTENCES, beam_size=1)
+    greedy = translator.translate_batch(SENTENCES, config=DecodeConfig(beam_size=1))
     assert out["greedy"] == greedy
 
     # Case reaches the graph's tokenizer: "O gato" is not "o gato"; unseen capitals are [UNK].
@@ -154,9 +156,7 @@ def test_lower_case_source_export_reads_any_case_and_writes_cased_text(export, t
     lower_module = ExportModule(
         tokenizers,
         module.model,
-        beam_size=3,
-        max_source_tokens=MAX_LENGTH,
-        max_new_tokens=MAX_LENGTH,
+        config=DecodeConfig(beam_size=3, max_source_tokens=MAX_LENGTH, max_new_tokens=MAX_LENGTH),
     )
     path = lower_module.export(tmp_path / "saved_models" / "lower_source")
     sentences = [SENTENCES[0], SENTENCES[0].upper(), SENTENCES[0].lower(), SENTENCES[1]]
@@ -183,9 +183,7 @@ def test_truecasing_export_capitalises_like_the_translator(export, tmp_path):
     true_module = ExportModule(
         tokenizers,
         module.model,
-        beam_size=3,
-        max_source_tokens=MAX_LENGTH,
-        max_new_tokens=MAX_LENGTH,
+        config=DecodeConfig(beam_size=3, max_source_tokens=MAX_LENGTH, max_new_tokens=MAX_LENGTH),
     )
     path = true_module.export(tmp_path / "saved_models" / "truecase")
     classes = classify_ops(graph_ops(path))
@@ -196,7 +194,9 @@ def test_truecasing_export_capitalises_like_the_translator(export, tmp_path):
     out = _load_without_project_code(path, SENTENCES, written_ids)
     expected = true_module.translator.translate(SENTENCES)
     assert out["translations"] == [t.decode("utf-8") for t in expected["text"].numpy()]
-    untrue = module.translator.translate(SENTENCES, beam_size=3)["text"].numpy()
+    untrue = module.translator.translate(SENTENCES, config=DecodeConfig(beam_size=3))[
+        "text"
+    ].numpy()
     capitalised = capitalize_first_letter(tf.constant(untrue)).numpy()
     assert out["translations"] == [t.decode("utf-8") for t in capitalised]
     assert out["detokenized"] == [WRITTEN]

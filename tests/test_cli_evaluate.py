@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from tests.export_helpers import tiny_export, tiny_run_dir
+from tf_transformer.config import DecodeConfig
 from tf_transformer.inference.load import open_translator, saved_model_version
 
 pytestmark = pytest.mark.slow
@@ -60,10 +61,10 @@ def test_run_dir_and_saved_model_translate_alike():
     path, module = tiny_export()
     assert saved_model_version(path.parent) == path  # a base path resolves to its highest version
     sentences = ["o gato está na mesa .", "ela comprou um carro novo ."]
-    exported = open_translator(path.parent, beam_size=1)
+    exported = open_translator(path.parent, config=DecodeConfig(beam_size=1))
     assert "greedy" in exported.description
     assert exported.translate(sentences) == module.translator.translate_batch(
-        sentences, beam_size=1
+        sentences, config=DecodeConfig(beam_size=1)
     )
     assert exported.translate([]) == []
 
@@ -82,7 +83,8 @@ def test_translate_cli_reads_a_saved_model(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     expected = module.translator.translate_batch(
-        ["o gato está na mesa .", "", "ela comprou um carro novo ."], beam_size=1
+        ["o gato está na mesa .", "", "ela comprou um carro novo ."],
+        config=DecodeConfig(beam_size=1),
     )
     assert result.stdout.splitlines() == expected
     assert png.stat().st_size > 1000

@@ -126,12 +126,13 @@ def test_old_train_flags_still_work_and_warn_once(capsys):
     ],
 )
 def test_old_decoding_flag_sets_both_caps_the_new_ones_win(arguments, caps):
-    from tf_transformer.commands import decoding_settings
+    from tf_transformer.commands import decode_config
 
     with pytest.warns(FutureWarning, match="--max-length is deprecated: use --max-source-tok"):
         args = cli.build_parser().parse_args(["translate", "RUN", *arguments])
-    settings = decoding_settings(args)
-    assert (settings["max_source_tokens"], settings["max_new_tokens"]) == caps
+    config = decode_config(args)
+    assert (config.max_source_tokens, config.max_new_tokens) == caps
+    assert config.beam_size is None  # not given: the backend's own
 
 
 def test_cli_says_deprecated_in_one_stderr_line(capsys):

@@ -179,7 +179,7 @@ def test_cached_logits_follow_the_activation(gelu_models, layout):
 
 def test_max_new_tokens_beyond_the_positional_table_is_refused(model):
     with pytest.raises(ValueError, match="positional table"):
-        model_logits_fn(model, SRC, model.max_length + 1)
+        model_logits_fn(model, SRC, model.config.max_length + 1)
 
 
 # XLA picks the "xla" step layout (heads merged, attention as products and sums); 40 positions

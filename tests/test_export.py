@@ -19,6 +19,7 @@ from tests.export_helpers import (
     loaded_export,
     tiny_export,
 )
+from tf_transformer.config import DecodeConfig
 from tf_transformer.inference.graph_ops import (
     LONG_STANDING_TEXT_OPS,
     check_serving_ops,
@@ -180,7 +181,7 @@ def test_loads_without_the_package_and_matches_the_translator(subprocesses, tran
 
 def test_greedy_signature_matches_greedy_translator(loaded, translator):
     out = loaded.signatures["greedy"](sentences=tf.constant(SENTENCES))
-    expected = translator.translate(SENTENCES, beam_size=1)
+    expected = translator.translate(SENTENCES, config=DecodeConfig(beam_size=1))
     assert _texts(out["translations"]) == _texts(expected["text"])
     np.testing.assert_allclose(out["scores"].numpy(), expected["log_probs"].numpy(), rtol=1e-4)
 

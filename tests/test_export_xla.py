@@ -20,6 +20,7 @@ from tests.export_helpers import (
     tiny_objects,
     tiny_xla_export,
 )
+from tf_transformer.config import DecodeConfig
 from tf_transformer.inference.decoding import SRC_LENGTH_BUCKET
 from tf_transformer.inference.export import ExportModule, pad_batch
 from tf_transformer.inference.warmup import (
@@ -135,8 +136,7 @@ def test_warmup_requests_cover_every_source_bucket_and_batch_size():
     module = ExportModule(
         tokenizers,
         model,
-        max_source_tokens=40,
-        max_new_tokens=40,
+        config=DecodeConfig(max_source_tokens=40, max_new_tokens=40),
         jit_compile=True,
         warmup_batch_sizes=(4, 1),
     )
@@ -160,7 +160,9 @@ def test_warmup_requests_cover_every_source_bucket_and_batch_size():
     padded = {-(-length // SRC_LENGTH_BUCKET) * SRC_LENGTH_BUCKET for *_, length in seen}
     assert padded == {16, 32, 48}
     # A graph export runs every shape alike: one request per signature.
-    graph = ExportModule(tokenizers, model, max_source_tokens=40, max_new_tokens=40)
+    graph = ExportModule(
+        tokenizers, model, config=DecodeConfig(max_source_tokens=40, max_new_tokens=40)
+    )
     assert [(r.signature_name, np.size(*r.inputs.values())) for r in graph.warmup_requests()] == [
         ("serving_default", 1),
         ("greedy", 1),

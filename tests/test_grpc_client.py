@@ -12,6 +12,7 @@ from tests.export_helpers import SENTENCES, loaded_export
 from tests.predict_grpc_server import GrpcPredictServer
 from tests.predict_server import PredictServer
 from tf_transformer import cli
+from tf_transformer.config import DecodeConfig
 from tf_transformer.inference.grpc_client import (
     GrpcServingClient,
     grpc_target,
@@ -147,7 +148,9 @@ def test_timeout_is_honoured(server):
 
 
 def test_open_translator_takes_a_grpc_url(server, loaded):
-    translator = open_translator(server.url, model_name="tiny", beam_size=1, batch_size=4)
+    translator = open_translator(
+        server.url, model_name="tiny", config=DecodeConfig(beam_size=1), batch_size=4
+    )
     assert translator.translate(SENTENCES) == saved_model_translations(loaded, "greedy")
     assert translator.description == (f"TF Serving {server.url}, model tiny (signature greedy)")
 

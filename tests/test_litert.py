@@ -20,6 +20,7 @@ from tests.export_helpers import (
     tiny_run_dir,
 )
 from tf_transformer import cli
+from tf_transformer.config import DecodeConfig
 from tf_transformer.inference.decoding import make_decode_fn
 from tf_transformer.inference.litert_export import ENCODER_FILE, STEP_FILE, export_litert
 from tf_transformer.inference.load import open_translator
@@ -97,7 +98,7 @@ def test_text_equals_the_saved_models(exports, signature, beam_size):
 
 
 def test_int8_agrees_with_float32_on_most_tokens(exports):
-    float32, int8 = (LiteRTTranslator(exports[q], beam_size=1) for q in ("none", "int8"))
+    float32, int8 = (LiteRTTranslator(exports[q], DecodeConfig(beam_size=1)) for q in ("none", "int8"))
     src = source_batch(float32)
     a, b = float32.decode(src), int8.decode(src)
     width = max(a.shape[1], b.shape[1])
@@ -130,7 +131,7 @@ def test_cli_export_writes_versions_and_translate_reads_them(tmp_path, capsys):
     capsys.readouterr()
     assert cli.main(["translate", str(base), "--beam-size", "1", *SENTENCES[:2]]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out == LiteRTTranslator(base / "2", beam_size=1).translate(SENTENCES[:2])
+    assert out == LiteRTTranslator(base / "2", DecodeConfig(beam_size=1)).translate(SENTENCES[:2])
     assert cli.main(["export", run, "--format", "litert", "--quantization", "float16"]) == 2
     assert "none or int8" in capsys.readouterr().err
 
@@ -148,5 +149,5 @@ def test_the_runtime_needs_no_tensorflow(exports):
         [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=False
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    expected = LiteRTTranslator(exports["none"], beam_size=3).translate(SENTENCES[:2])
+    expected = LiteRTTranslator(exports["none"], DecodeConfig(beam_size=3)).translate(SENTENCES[:2])
     assert result.stdout.strip().splitlines()[-1] == repr(expected)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.export_helpers import BEAM_SIZE, MAX_LENGTH, SENTENCES, tiny_export, tiny_run_dir
+from tf_transformer.config import DecodeConfig
 from tf_transformer.inference.load import open_translator
 
 pytestmark = pytest.mark.slow
@@ -20,21 +21,25 @@ def export_path():
 def test_a_savedmodel_translates_like_its_translator_greedy_and_beam(export_path):
     _, module = tiny_export()
     beam = open_translator(export_path)
-    greedy = open_translator(export_path, beam_size=1)
+    greedy = open_translator(export_path, config=DecodeConfig(beam_size=1))
     assert beam.translate(SENTENCES) == module.translator.translate_batch(SENTENCES)
-    assert greedy.translate(SENTENCES) == module.translator.translate_batch(SENTENCES, beam_size=1)
+    assert greedy.translate(SENTENCES) == module.translator.translate_batch(
+        SENTENCES, config=DecodeConfig(beam_size=1)
+    )
     assert "signature greedy" in greedy.description
     # The export's own settings are accepted: they change nothing.
-    same = open_translator(export_path, beam_size=BEAM_SIZE, max_new_tokens=MAX_LENGTH)
+    same = open_translator(
+        export_path, config=DecodeConfig(beam_size=BEAM_SIZE, max_new_tokens=MAX_LENGTH)
+    )
     assert same.translate(SENTENCES[:1]) == beam.translate(SENTENCES[:1])
 
 
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        ({"beam_size": BEAM_SIZE + 1}, f"decodes with beam {BEAM_SIZE} or greedily"),
-        ({"length_penalty": 1.5}, "--length-penalty 1.5 needs a new export"),
-        ({"max_new_tokens": MAX_LENGTH + 2}, "--max-new-tokens"),
+        ({"config": DecodeConfig(beam_size=BEAM_SIZE + 1)}, f"with beam {BEAM_SIZE} or greedily"),
+        ({"config": DecodeConfig(length_penalty=1.5)}, "--length-penalty 1.5 needs a new export"),
+        ({"config": DecodeConfig(max_new_tokens=MAX_LENGTH + 2)}, "--max-new-tokens"),
         ({"checkpoint": "latest"}, "--checkpoint is for run directories"),
         ({"jit_compile": True}, "XLA is chosen at export time"),
     ],
@@ -46,7 +51,9 @@ def test_a_savedmodel_refuses_what_it_cannot_honour(export_path, settings, messa
 
 def test_a_run_directory_honours_every_setting():
     run = tiny_run_dir()
-    translator = open_translator(run.root, beam_size=2, length_penalty=1.0, max_new_tokens=5)
+    translator = open_translator(
+        run.root, config=DecodeConfig(beam_size=2, length_penalty=1.0, max_new_tokens=5)
+    )
     config = translator.translator.config
     assert (config.beam_size, config.length_penalty, config.max_new_tokens) == (2, 1.0, 5)
     assert translator.checkpoint_name in ("best", "averaged", "latest")
@@ -57,10 +64,10 @@ def test_a_run_directory_honours_every_setting():
 def test_a_server_takes_greedy_or_its_export_and_has_no_attention():
     url = "http://127.0.0.1:9"  # nothing is sent until a translation is asked for
     with pytest.raises(ValueError, match="greedily"):
-        open_translator(url, beam_size=3)
+        open_translator(url, config=DecodeConfig(beam_size=3))
     with pytest.raises(ValueError, match="--checkpoint is for run directories"):
         open_translator(url, checkpoint="best")
-    server = open_translator(url, beam_size=1)
+    server = open_translator(url, config=DecodeConfig(beam_size=1))
     assert "signature greedy" in server.description
     with pytest.raises(ValueError, match="attention plots need the model"):
         server.attention("olá .")

@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from tf_transformer import training
 from tf_transformer.cli import main
-from tf_transformer.config import DataConfig, TrainConfig, get_preset
+from tf_transformer.config import DataConfig, DecodeConfig, TrainConfig, get_preset
 from tf_transformer.data.sample import sample_pairs
 from tf_transformer.run_dir import RunDir
 from tf_transformer.text.tokenizers import RESERVED_TOKENS, Tokenizers, write_vocab
@@ -96,12 +96,14 @@ def test_the_saved_model_export_decodes_like_the_translator(shared_run, tmp_path
 
     run, _ = shared_run
     module = ExportModule(
-        run.load_tokenizers(), run.load_model(), beam_size=3, max_source_tokens=8, max_new_tokens=8
+        run.load_tokenizers(),
+        run.load_model(),
+        config=DecodeConfig(beam_size=3, max_source_tokens=8, max_new_tokens=8),
     )
     loaded = tf.saved_model.load(str(module.export(tmp_path / "export")))
     for signature, beam_size in (("serving_default", 3), ("greedy", 1)):
         out = loaded.signatures[signature](sentences=tf.constant(SENTENCES))
-        expected = module.translator.translate(SENTENCES, beam_size=beam_size)
+        expected = module.translator.translate(SENTENCES, config=DecodeConfig(beam_size=beam_size))
         assert out["tokens"].numpy().tolist() == expected["ids"].numpy().tolist()
 
 

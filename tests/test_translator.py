@@ -2,13 +2,15 @@ import atexit
 import functools
 import shutil
 import tempfile
+import warnings
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_transformer.config import get_preset
+from tf_transformer.config import DecodeConfig, base, get_preset
 from tf_transformer.data.sample import sample_pairs
+from tf_transformer.errors import DeprecatedName
 from tf_transformer.inference.translator import Translator, validate_utf8
 from tf_transformer.model import Transformer
 from tf_transformer.text.tokenizers import END_ID, START_ID, UNK_ID, build_tokenizers
@@ -56,9 +58,7 @@ def tiny_translator():
     return Translator(
         tokenizers,
         tiny_model(tokenizers),
-        max_source_tokens=MAX_LENGTH,
-        max_new_tokens=MAX_LENGTH,
-        beam_size=2,
+        config=DecodeConfig(max_source_tokens=MAX_LENGTH, max_new_tokens=MAX_LENGTH, beam_size=2),
     )
 
 
@@ -73,9 +73,9 @@ def texts(result):
 
 @pytest.mark.parametrize("beam_size", [1, 2])
 def test_batched_translation_equals_one_by_one(translator, beam_size):
-    batched = translator(SENTENCES, beam_size=beam_size)
+    batched = translator(SENTENCES, config=DecodeConfig(beam_size=beam_size))
     for i, sentence in enumerate(SENTENCES):
-        single = translator([sentence], beam_size=beam_size)
+        single = translator([sentence], config=DecodeConfig(beam_size=beam_size))
         assert texts(single) == [texts(batched)[i]]
         length = int(single["lengths"][0])
         np.testing.assert_array_equal(
@@ -137,14 +137,14 @@ def test_validate_utf8_accepts_str_bytes_and_tensors():
 
 
 def test_graph_fn_has_a_fixed_signature(translator):
-    fn = translator.graph_fn(beam_size=1)
+    fn = translator.graph_fn(config=DecodeConfig(beam_size=1))
     concrete = fn.get_concrete_function()
     assert concrete.structured_input_signature[0][0].shape.as_list() == [None]
-    assert translator.graph_fn(beam_size=1) is fn
+    assert translator.graph_fn(config=DecodeConfig(beam_size=1)) is fn
 
 
 def test_attention_for_the_first_sentence(translator):
-    result = translator(SENTENCES[:2], beam_size=1, return_attention=True)
+    result = translator(SENTENCES[:2], config=DecodeConfig(beam_size=1), return_attention=True)
     attention = result["attention"].numpy()
     length = int(result["lengths"][0])
     src_len = int(tf.math.count_nonzero(translator.source_ids(tf.constant(SENTENCES[:1]))))
@@ -155,7 +155,7 @@ def test_attention_for_the_first_sentence(translator):
 
 
 def test_translate_batch_returns_python_strings(translator):
-    out = translator.translate_batch(["", "o carro ."], beam_size=1)
+    out = translator.translate_batch(["", "o carro ."], config=DecodeConfig(beam_size=1))
     assert out[0] == "" and isinstance(out[1], str)
     assert translator.translate_batch([]) == []
 
@@ -163,5 +163,37 @@ def test_translate_batch_returns_python_strings(translator):
 def test_max_length_beyond_the_model_is_refused(translator):
     with pytest.raises(ValueError, match="max_length"):
         Translator(
-            translator.tokenizers, translator.model, max_source_tokens=1000, max_new_tokens=1000
+            translator.tokenizers,
+            translator.model,
+            config=DecodeConfig(max_source_tokens=1000, max_new_tokens=1000),
         )
+
+
+def test_the_old_keyword_spellings_still_decode_and_warn_once(translator, monkeypatch):
+    monkeypatch.setattr(base, "_WARNED", set())  # as in a fresh process
+    expected = translator.translate_batch(SENTENCES[:2], DecodeConfig(beam_size=1))
+    old = r"Translator.translate\(beam_size=...\) is deprecated: use Translator.translate\(config="
+    with pytest.warns(DeprecatedName, match=old):
+        assert translator.translate_batch(SENTENCES[:2], beam_size=1) == expected
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert translator.translate_batch(SENTENCES[:2], beam_size=1) == expected  # once only
+    with pytest.warns(DeprecatedName, match=r"Translator\(max_new_tokens=...\)"):
+        old_style = Translator(translator.tokenizers, translator.model, max_new_tokens=3)
+    # The other fields are DecodeConfig's defaults, the cap bounded by max_length 32.
+    assert old_style.config == DecodeConfig(
+        beam_size=4, length_penalty=1.0, max_source_tokens=32, max_new_tokens=3
+    )
+    with pytest.raises(TypeError, match="bogus"):
+        Translator(translator.tokenizers, translator.model, bogus=1)
+
+
+def test_decode_config_fields_left_unset_take_the_defaults_bounded_by_the_model():
+    assert DecodeConfig().given() == {}
+    assert DecodeConfig(beam_size=2).given() == {"beam_size": 2}
+    assert DecodeConfig().resolved(64) == DecodeConfig(
+        beam_size=DecodeConfig.DEFAULT_BEAM_SIZE,
+        length_penalty=DecodeConfig.DEFAULT_LENGTH_PENALTY,
+        max_source_tokens=64,
+        max_new_tokens=64,
+    )

@@ -14,7 +14,13 @@ from tests.test_summaries import read_scalars
 from tests.test_train import MODEL, TRAIN, copy_task
 from tests.test_translator import tiny_model, tiny_tokenizers
 from tf_transformer import cli, training
-from tf_transformer.config import DataConfig, TrainConfig, get_preset, get_train_preset
+from tf_transformer.config import (
+    DataConfig,
+    DecodeConfig,
+    TrainConfig,
+    get_preset,
+    get_train_preset,
+)
 from tf_transformer.inference.evaluate import Scores, evaluate
 from tf_transformer.inference.translator import Translator
 from tf_transformer.run_dir import RunDir
@@ -99,9 +105,11 @@ def test_best_checkpoint_holds_the_best_weights_and_their_real_scores(sample_run
     model = run.load_model("best")
     _assert_same_weights(model, run.load_model(f"{run.checkpoints_path}/ckpt-{best['step']}"))
     # The recorded scores are the real translator's and sacreBLEU's on the dev subset.
-    cap = min(run.train_config().max_tokens, model.max_length)
+    cap = min(run.train_config().max_tokens, model.config.max_length)
     translator = Translator(
-        run.load_tokenizers(), model, beam_size=1, max_source_tokens=cap, max_new_tokens=cap
+        run.load_tokenizers(),
+        model,
+        config=DecodeConfig(beam_size=1, max_source_tokens=cap, max_new_tokens=cap),
     )
     scores, hypotheses = evaluate(translator.translate_batch, dev, progress=False)
     assert scores.num_sentences == record["num_sentences"] == EVAL_SENTENCES
@@ -410,6 +418,8 @@ def test_a_mixed_precision_model_is_scored_like_its_float32_weights(three_models
     _, hypotheses = validator.score(mixed)
     assert validator.translator(mixed).model.compute_dtype == "float32"
     float32 = Translator(
-        tokenizers, models["best"], beam_size=1, max_source_tokens=8, max_new_tokens=8
+        tokenizers,
+        models["best"],
+        config=DecodeConfig(beam_size=1, max_source_tokens=8, max_new_tokens=8),
     )
     assert hypotheses == float32.translate_batch(["o gato bebe leite ."])

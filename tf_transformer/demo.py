@@ -16,7 +16,7 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from tf_transformer.config import DataConfig, ModelConfig, TrainConfig
+from tf_transformer.config import DataConfig, DecodeConfig, ModelConfig, TrainConfig
 
 RUN_DIR = Path("runs/demo")
 EXPORT_DIR = Path("saved_models/demo")
@@ -64,7 +64,7 @@ def main() -> int:
     pairs = [
         (pt.decode(), en.decode()) for pt, en in load_dataset(DATASET, "test").as_numpy_iterator()
     ]
-    greedy = open_translator(version_dir, beam_size=1)  # the export's `greedy` signature
+    greedy = open_translator(version_dir, DecodeConfig(beam_size=1))  # its `greedy` signature
     scores, hypotheses = evaluate(greedy.translate, pairs, batch_size=100, progress=False)
     for (source, reference), hypothesis in list(zip(pairs, hypotheses))[:SHOW]:
         print(f"pt:  {source}\nref: {reference}\nout: {hypothesis}\n")

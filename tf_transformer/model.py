@@ -66,12 +66,21 @@ class Transformer(tf.keras.Model):
         config = ModelConfig(**{name: kwargs.pop(name) for name in fields & set(kwargs)})
         super().__init__(**kwargs)
         self.config = config
-        hyperparameters = dataclasses.asdict(config)
-        for name, value in hyperparameters.items():
-            setattr(self, name, value)
-        # The stacks take every field but the vocabulary sizes and the sharing switches.
-        stack = {k: v for k, v in hyperparameters.items() if "vocab" not in k and "share" not in k}
-        stack["dtype"] = self.dtype_policy
+        stack = {
+            "num_layers": config.num_layers,
+            "d_model": config.d_model,
+            "num_heads": config.num_heads,
+            "dff": config.dff,
+            "dropout_rate": config.dropout_rate,
+            "max_length": config.max_length,
+            "norm_first": config.norm_first,
+            "positional_layout": config.positional_layout,
+            "attention_dropout": config.attention_dropout,
+            "activation_dropout": config.activation_dropout,
+            "word_dropout": config.word_dropout,
+            "activation": config.activation,
+            "dtype": self.dtype_policy,
+        }
         self.encoder = Encoder(vocab_size=config.input_vocab_size, name="encoder", **stack)
         self.decoder = Decoder(vocab_size=config.target_vocab_size, name="decoder", **stack)
         if config.share_embeddings:
@@ -90,7 +99,7 @@ class Transformer(tf.keras.Model):
         self.encoder.build()
         self.decoder.build()
         if self.final_layer is not None:
-            self.final_layer.build((None, None, self.d_model))
+            self.final_layer.build((None, None, self.config.d_model))
         self.built = True
 
     def call(self, inputs, training=None):
@@ -104,6 +113,19 @@ class Transformer(tf.keras.Model):
           `"encoder_self"` `(batch, heads, src_len, src_len)`, `"decoder_self"`
           `(batch, heads, tgt_len, tgt_len)` and `"cross"` `(batch, heads, tgt_len, src_len)`.
         """
+        x, attention = self.decoder_states(inputs, training=training)
+        return self.project(x), attention
+
+    def decoder_states(self, inputs, training=False):
+        """The forward pass up to the output projection: `call` is `project` of these.
+
+        The train step projects only the real (non-PAD) positions
+        (`training.train_step.real_token_logits`).
+
+        Returns:
+          `(x, attention)`: the decoder's output `(batch, tgt_len, d_model)` and the attention
+          maps of `call_with_attention`.
+        """
         src, tgt_in = inputs
         padding_mask, combined_mask = masks.create_masks(src, tgt_in)
         context, encoder_weights = self.encoder(src, padding_mask=padding_mask, training=training)
@@ -111,7 +133,7 @@ class Transformer(tf.keras.Model):
             tgt_in, context, self_mask=combined_mask, cross_mask=padding_mask, training=training
         )
         attention = {"decoder_self": decoder_weights["self"], "cross": decoder_weights["cross"]}
-        return self.project(x), {"encoder_self": encoder_weights, **attention}
+        return x, {"encoder_self": encoder_weights, **attention}
 
     def project(self, x, kernel=None):
         """Decoder output `(..., d_model)` -> float32 logits `(..., target_vocab_size)`.

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import sys
 
 from tf_transformer.commands.flags import (
     DeprecatedFlag,
     add_config_flags,
+    config_changes,
     positive_float,
     positive_int,
 )
@@ -43,9 +43,9 @@ def add_decoding_arguments(parser: argparse.ArgumentParser, exported: str) -> No
     group.add_argument("--max-length", action=DeprecatedFlag, fields=caps, type=positive_int)
 
 
-def decoding_settings(args: argparse.Namespace) -> dict:
-    """The decoding flags, as `DecodeConfig` fields (None: not given)."""
-    return {field.name: getattr(args, field.name) for field in dataclasses.fields(DecodeConfig)}
+def decode_config(args: argparse.Namespace) -> DecodeConfig:
+    """The decoding flags as the `DecodeConfig` a command passes on (None: not given)."""
+    return DecodeConfig(**config_changes(args, DecodeConfig))
 
 
 @contextlib.contextmanager

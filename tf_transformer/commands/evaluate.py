@@ -10,7 +10,7 @@ from pathlib import Path
 from tf_transformer.commands import (
     CHECKPOINT_HELP,
     add_decoding_arguments,
-    decoding_settings,
+    decode_config,
     model_loading,
     positive_int,
 )
@@ -118,9 +118,7 @@ def run(args: argparse.Namespace) -> int:
     data, source = evaluation_data(args)
     # The model first: a wrong path fails before TensorFlow even loads.
     with model_loading(args.model):
-        translator = open_translator(
-            args.model, checkpoint=args.checkpoint, **decoding_settings(args)
-        )
+        translator = open_translator(args.model, decode_config(args), checkpoint=args.checkpoint)
     from tf_transformer.inference.evaluate import evaluate
 
     (spec,) = data.dataset

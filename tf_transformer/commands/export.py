@@ -10,7 +10,7 @@ from tf_transformer.commands import (
     CHECKPOINT_HELP,
     DEFAULT_MODEL_NAME,
     add_decoding_arguments,
-    decoding_settings,
+    decode_config,
     model_loading,
     positive_int,
 )
@@ -114,11 +114,8 @@ def run(args: argparse.Namespace) -> int:
     from tf_transformer.inference.warmup import warmup_path
 
     out = args.out or str(Path("saved_models") / DEFAULT_MODEL_NAME)
-    from tf_transformer.config import DecodeConfig
-
-    settings = {k: v for k, v in decoding_settings(args).items() if v is not None}
     options = {
-        "config": DecodeConfig().replace(**settings),
+        "config": decode_config(args),
         "jit_compile": args.jit_compile or None,
         "warmup_batch_sizes": args.warmup_batch_sizes,
     }
@@ -178,7 +175,7 @@ def export_ctranslate2(args: argparse.Namespace) -> int:
     ]
     if ignored:
         raise CLIError(f"{', '.join(ignored)}: SavedModel options, not for --format ctranslate2.")
-    if any(value is not None for value in decoding_settings(args).values()):
+    if decode_config(args).given():
         raise CLIError(
             "a CTranslate2 model takes its decoding settings at translation time "
             "(ctranslate2.Translator.translate_batch): drop the decoding flags."

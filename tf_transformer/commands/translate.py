@@ -11,7 +11,7 @@ from tf_transformer.commands import (
     CHECKPOINT_HELP,
     DEFAULT_MODEL_NAME,
     add_decoding_arguments,
-    decoding_settings,
+    decode_config,
     model_loading,
     positive_int,
 )
@@ -147,10 +147,7 @@ def run(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"Run directory {root} does not exist.")
     with model_loading(root):
         translator = open_translator(
-            root,
-            checkpoint=args.checkpoint,
-            jit_compile=args.jit_compile,
-            **decoding_settings(args),
+            root, decode_config(args), checkpoint=args.checkpoint, jit_compile=args.jit_compile
         )
     if translator.checkpoint is not None:  # a run directory: say which of its checkpoints
         print("{} checkpoint: {}".format(*translator.checkpoint), file=sys.stderr, flush=True)
@@ -188,10 +185,10 @@ def translate_with_server(args: argparse.Namespace) -> int:
         )
     client = open_translator(
         args.server,
+        decode_config(args),
         checkpoint=args.checkpoint,
         model_name=args.model_name,
         batch_size=args.batch_size,
-        **decoding_settings(args),
     )
     try:
         if args.document is not None:

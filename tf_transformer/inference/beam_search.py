@@ -87,7 +87,7 @@ def beam_search(
     batch_size: int | tf.Tensor,
     beam_size: int,
     max_new_tokens: int,
-    length_penalty: float | tf.Tensor = DecodeConfig.length_penalty,
+    length_penalty: float | tf.Tensor = DecodeConfig.DEFAULT_LENGTH_PENALTY,
     start_id: int = START_ID,
     end_id: int = END_ID,
     *,

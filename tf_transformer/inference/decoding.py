@@ -99,7 +99,7 @@ def make_decode_fn(
     *,
     max_new_tokens: int,
     beam_size: int = 1,
-    length_penalty: float = DecodeConfig.length_penalty,
+    length_penalty: float = DecodeConfig.DEFAULT_LENGTH_PENALTY,
     min_length: int = 0,
     return_all_beams: bool = False,
     jit_compile: bool = False,
@@ -155,7 +155,7 @@ def make_decode_fn(
     @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int64)])
     def decode_fn(src):
         if jit_compile and not recompute:
-            src = pad_to_multiple(src, SRC_LENGTH_BUCKET, limit=model.max_length)
+            src = pad_to_multiple(src, SRC_LENGTH_BUCKET, limit=model.config.max_length)
         return trim(core(src))
 
     return decode_fn

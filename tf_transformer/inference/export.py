@@ -78,6 +78,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import types
 from pathlib import Path
@@ -100,6 +101,7 @@ DECODING_FILE = "assets.extra/tf_transformer_decoding.json"
 # Batch sizes an XLA export's warm-up compiles (each source bucket, serving_default and greedy);
 # a request of another size is padded to the next power of two, compiled on first use if above.
 DEFAULT_WARMUP_BATCH_SIZES = (1, 2, 4, 8, 16, 32)
+DECODE_FIELDS = tuple(field.name for field in dataclasses.fields(DecodeConfig))
 SENTENCES = tf.TensorSpec([None], tf.string, name="sentences")
 SENTENCE = tf.TensorSpec([], tf.string, name="sentence")
 
@@ -113,11 +115,11 @@ class ExportModule(tf.Module):
         config: the decoding baked into the graph (`DecodeConfig`; its defaults when None):
             `beam_size` of `serving_default` (1 makes it greedy too), `length_penalty`, and the
             caps `max_source_tokens` / `max_new_tokens`.
-        beam_size, length_penalty, max_source_tokens, max_new_tokens: shorthands overriding
-            the `config` fields of those names.
         jit_compile: decode with XLA (see the module docstring); False: graph mode.
         warmup_batch_sizes: batch sizes (powers of two) the warm-up requests of an XLA export
             cover, each with every source bucket.
+        **deprecated: `beam_size=`, `length_penalty=`, `max_source_tokens=`, `max_new_tokens=`,
+            the old spellings of `config`'s fields (each says once that it is deprecated).
     """
 
     def __init__(
@@ -126,12 +128,9 @@ class ExportModule(tf.Module):
         model,
         config: DecodeConfig | None = None,
         *,
-        beam_size: int | None = None,
-        length_penalty: float | None = None,
-        max_source_tokens: int | None = None,
-        max_new_tokens: int | None = None,
         jit_compile: bool = False,
         warmup_batch_sizes: tuple[int, ...] = DEFAULT_WARMUP_BATCH_SIZES,
+        **deprecated,
     ):
         from tf_transformer.inference.translator import Translator
 
@@ -139,16 +138,8 @@ class ExportModule(tf.Module):
         bad = [n for n in warmup_batch_sizes if n < 1 or n & (n - 1)]
         if bad:
             raise ValueError(f"warm-up batch sizes must be powers of two, got {bad}.")
-        translator = Translator(
-            tokenizers,
-            model,
-            config,
-            beam_size=beam_size,
-            length_penalty=length_penalty,
-            max_source_tokens=max_source_tokens,
-            max_new_tokens=max_new_tokens,
-            jit_compile=jit_compile,
-        )
+        config = DecodeConfig.with_keywords(config, "ExportModule", deprecated)
+        translator = Translator(tokenizers, model, config, jit_compile=jit_compile)
         # The Translator and the Keras model stay outside the tracked object graph: the
         # Translator caches its tf.functions in a dict with tuple keys (SavedModel cannot save
         # it), and saving a tracked Keras 3 model traces its call functions again (about half
@@ -160,10 +151,7 @@ class ExportModule(tf.Module):
         # a copy that the graph-mode loaders (TF Serving, saved_model_cli) never restore
         # ("Could not find variable ..."); tf.saved_model.load alone would not notice.
         self.model_variables = [_tf_variable(v) for v in model.variables]
-        self.config = translator.config
-        self.beam_size = translator.beam_size
-        self.length_penalty = translator.length_penalty
-        self.source_buckets_end = translator.max_source_tokens  # the last source bucket's end
+        self.config = translator.config  # resolved: every field set
         self.jit_compile = jit_compile
         self.warmup_batch_sizes = tuple(sorted(set(warmup_batch_sizes)))
 
@@ -182,15 +170,15 @@ class ExportModule(tf.Module):
 
     def _serve(self, sentences: tf.Tensor) -> dict[str, tf.Tensor]:
         sentences = tf.ensure_shape(sentences, [None])
-        return _batch_outputs(self._translate_fn(self.beam_size), sentences)
+        return _batch_outputs(self._translate_fn(self.config), sentences)
 
     def _greedy(self, sentences: tf.Tensor) -> dict[str, tf.Tensor]:
         sentences = tf.ensure_shape(sentences, [None])
-        return _batch_outputs(self._translate_fn(1), sentences)
+        return _batch_outputs(self._translate_fn(self.config.replace(beam_size=1)), sentences)
 
-    def _translate_fn(self, beam_size: int):
+    def _translate_fn(self, config: DecodeConfig):
         """The Translator's function; under XLA, on a batch padded to a power of two."""
-        translate = self.translator.graph_fn(beam_size, self.length_penalty)
+        translate = self.translator.graph_fn(config)
         if not self.jit_compile:
             return translate
 
@@ -204,7 +192,7 @@ class ExportModule(tf.Module):
 
     def _attention(self, sentence: tf.Tensor) -> dict[str, tf.Tensor]:
         sentences = tf.ensure_shape(sentence, [])[tf.newaxis]
-        out = self.translator.graph_fn(self.beam_size, self.length_penalty)(sentences)
+        out = self.translator.graph_fn()(sentences)
         ids = out["ids"]  # (1, len): START, tokens, END, PAD...
         generated = tf.reduce_sum(tf.cast(ids[0, 1:] > 0, tf.int32))  # END included
         decoder_in = ids[:, : tf.maximum(generated, 1)]  # START and all but the last token
@@ -237,7 +225,7 @@ class ExportModule(tf.Module):
         """Source lengths (ids, START and END included) that stand for every compiled shape:
         one per `SRC_LENGTH_BUCKET` bucket up to `source_buckets_end` (the last may be cut
         short)."""
-        end = self.source_buckets_end
+        end = self.config.max_source_tokens  # the last source bucket's end
         ends = range(SRC_LENGTH_BUCKET, end + SRC_LENGTH_BUCKET, SRC_LENGTH_BUCKET)
         return [min(bucket, end) for bucket in ends]
 
@@ -357,20 +345,16 @@ def export_saved_model(
     *,
     version: int | None = None,
     config: DecodeConfig | None = None,
-    beam_size: int | None = None,
-    length_penalty: float | None = None,
-    max_source_tokens: int | None = None,
-    max_new_tokens: int | None = None,
     jit_compile: bool = False,
     warmup_batch_sizes: tuple[int, ...] = DEFAULT_WARMUP_BATCH_SIZES,
     check_ops: bool = True,
+    **deprecated,
 ) -> Path:
     """Exports `model` with `tokenizers` as version `version` of the model at `base_dir`.
 
     Args:
         tokenizers, model, config: as in `ExportModule`.
-        beam_size, length_penalty, max_source_tokens, max_new_tokens: as in `ExportModule`.
-        jit_compile, warmup_batch_sizes: as in `ExportModule`.
+        jit_compile, warmup_batch_sizes, **deprecated: as in `ExportModule`.
         base_dir: TF Serving's model base path, e.g. ``saved_models/transformer``.
         version: a positive integer; None for the next free one.
         check_ops: refuse (ValueError, nothing written) a graph with ops a stock TF Serving
@@ -385,11 +369,7 @@ def export_saved_model(
     module = ExportModule(
         tokenizers,
         model,
-        config,
-        beam_size=beam_size,
-        length_penalty=length_penalty,
-        max_source_tokens=max_source_tokens,
-        max_new_tokens=max_new_tokens,
+        DecodeConfig.with_keywords(config, "export_saved_model", deprecated),
         jit_compile=jit_compile,
         warmup_batch_sizes=warmup_batch_sizes,
     )
@@ -412,9 +392,8 @@ def export_run_dir(
         version: a positive integer; None for the next free one.
         checkpoint: "best", "averaged", "latest" or a prefix; None: best, else averaged, else
             latest (`RunDir.checkpoint`, which `RunDir.load_model` reads).
-        **options: `config`, `beam_size`, `length_penalty`, `max_source_tokens`, `max_new_tokens`,
-            `jit_compile`,
-            `warmup_batch_sizes`, `check_ops`.
+        **options: `config`, `jit_compile`, `warmup_batch_sizes`, `check_ops` (and the
+            deprecated `beam_size`, `length_penalty`, `max_source_tokens`, `max_new_tokens`).
     """
     from tf_transformer.run_dir import RunDir
 
@@ -422,8 +401,10 @@ def export_run_dir(
     run.read_config()  # a clear error for a directory that is not a run
     # User errors before the slow part.
     check_version(base_dir, version)
-    if options.get("beam_size") is not None and options["beam_size"] < 1:
-        raise ValueError(f"beam_size must be at least 1, got {options['beam_size']}.")
+    keywords = {name: options.pop(name) for name in DECODE_FIELDS if name in options}
+    options["config"] = DecodeConfig.with_keywords(
+        options.get("config"), "export_run_dir", keywords
+    )
     tokenizers = run.load_tokenizers()
     model = run.load_model(checkpoint)
     return export_saved_model(tokenizers, model, base_dir, version=version, **options)

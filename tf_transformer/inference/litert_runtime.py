@@ -104,8 +104,8 @@ class LiteRTTranslator:
 
     Args:
         folder: the version folder (`litert_version` finds it under a base path).
-        beam_size, length_penalty, max_source_tokens, max_new_tokens: `DecodeConfig` fields;
-            None: the export's (`max_new_tokens` at most the export's cache length).
+        config: the decoding (`DecodeConfig`); fields left at None take the export's
+            (`max_new_tokens` at most the export's cache length).
         num_threads: the interpreters' threads (None: LiteRT's default).
     """
 
@@ -114,23 +114,14 @@ class LiteRTTranslator:
     def __init__(
         self,
         folder: str | Path,
+        config: DecodeConfig | None = None,
         *,
-        beam_size: int | None = None,
-        length_penalty: float | None = None,
-        max_source_tokens: int | None = None,
-        max_new_tokens: int | None = None,
         num_threads: int | None = None,
     ):
         self.folder = Path(folder)
         meta = read_export(self.folder)
         exported = DecodeConfig.from_dict(meta["decoding"])
-        changes = {
-            "beam_size": beam_size,
-            "length_penalty": length_penalty,
-            "max_source_tokens": max_source_tokens,
-            "max_new_tokens": max_new_tokens,
-        }
-        self.config = exported.replace(**{k: v for k, v in changes.items() if v is not None})
+        self.config = exported.replace(**(config or DecodeConfig()).given())
         for name in ("max_source_tokens", "max_new_tokens"):
             if getattr(self.config, name) > getattr(exported, name):
                 raise ValueError(

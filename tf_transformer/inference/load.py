@@ -104,7 +104,8 @@ class _Exported(_Documents):
 
     checkpoint = None  # one set of weights
 
-    def __init__(self, where: str, exported: dict | None, changes: dict, jit_compile: bool):
+    def __init__(self, where: str, exported: dict | None, config: DecodeConfig, jit_compile):
+        changes = config.given()  # what the request sets; the rest is the export's
         beam_size = changes.pop("beam_size", None)
         known = exported or {}
         if jit_compile and not known.get("jit_compile"):
@@ -121,7 +122,7 @@ class _Exported(_Documents):
                 "or the run directory."
             )
         for name, value in changes.items():
-            if value is not None and value != known.get(name):
+            if value != known.get(name):
                 flag = "--" + name.replace("_", "-")
                 raise ValueError(
                     f"{where} decodes as it was exported ({name}="
@@ -134,12 +135,12 @@ class _Exported(_Documents):
 class SavedModelTranslator(_Exported):
     """An exported SavedModel, run in process (it needs only TensorFlow and TF Text)."""
 
-    def __init__(self, version_dir: Path, changes: dict, jit_compile: bool):
+    def __init__(self, version_dir: Path, config: DecodeConfig, jit_compile: bool):
         from tf_transformer.inference.export import DECODING_FILE
 
         recorded = version_dir / DECODING_FILE
         exported = json.loads(recorded.read_text()) if recorded.is_file() else None
-        super().__init__(f"the SavedModel {version_dir}", exported, changes, jit_compile)
+        super().__init__(f"the SavedModel {version_dir}", exported, config, jit_compile)
         import tensorflow as tf
         import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
 
@@ -165,8 +166,8 @@ class SavedModelTranslator(_Exported):
 class ServerTranslator(_Exported):
     """A model served by TF Serving over REST or gRPC (`tf_transformer.inference.serving`)."""
 
-    def __init__(self, url: str, model_name: str, changes: dict, batch_size: int):
-        super().__init__(f"the served model {model_name!r}", None, changes, jit_compile=False)
+    def __init__(self, url: str, model_name: str, config: DecodeConfig, batch_size: int):
+        super().__init__(f"the served model {model_name!r}", None, config, jit_compile=False)
         from tf_transformer.inference.serving import serving_client
 
         self.client = serving_client(
@@ -186,33 +187,31 @@ class ServerTranslator(_Exported):
 
 def open_translator(
     source: str | Path,
+    config: DecodeConfig | None = None,
     *,
-    beam_size: int | None = None,
-    length_penalty: float | None = None,
-    max_source_tokens: int | None = None,
-    max_new_tokens: int | None = None,
     checkpoint: str | None = None,
     jit_compile: bool = False,
     model_name: str = "transformer",
     batch_size: int = 32,
+    **deprecated,
 ) -> TextTranslator:
     """Opens a translator on a run directory, a SavedModel, a LiteRT export or a TF Serving URL.
 
-    Settings left at None take the backend's own: `DecodeConfig`'s defaults for a run
-    directory, the export's for a SavedModel or a server.
-
     Args:
       source: a run directory, a SavedModel or a LiteRT export (version directory or base path:
-        its highest version; a LiteRT export takes every decoding setting, its caps at most the
-        export's), or a TF Serving address: `http(s)://` (REST) or `grpc://host:port`.
-      beam_size, length_penalty, max_source_tokens, max_new_tokens: `DecodeConfig` fields.
-        A SavedModel or server takes `beam_size=1` (its `greedy` signature) or its export's
-        beam size, and nothing else that differs from its export.
+        its highest version), or a TF Serving address: `http(s)://` (REST) or `grpc://host:port`.
+      config: the decoding (`DecodeConfig`); fields left at None take the backend's own:
+        `DecodeConfig`'s defaults for a run directory, the export's for a SavedModel, a LiteRT
+        export or a server. A SavedModel or server takes `beam_size=1` (its `greedy` signature)
+        or its export's beam size, and nothing else that differs from its export; a LiteRT export
+        takes every setting, its caps at most the export's.
       checkpoint: run directories only: best|averaged|latest|PREFIX (`RunDir.checkpoint`).
       jit_compile: XLA decoding: a run directory compiles per input shape; a SavedModel must
         have been exported with `--jit-compile`.
       model_name: the served model's name (servers only).
       batch_size: sentences per request (servers only).
+      **deprecated: `beam_size=`, `length_penalty=`, `max_source_tokens=`, `max_new_tokens=`,
+        the old spellings of `config`'s fields (each says once that it is deprecated).
 
     Returns:
       An object with `.translate(list[str]) -> list[str]`, `.translate_document(str) -> str`
@@ -222,18 +221,12 @@ def open_translator(
       ValueError: a setting the backend cannot honour, or a bad value.
       FileNotFoundError: `source` is neither a run directory nor a SavedModel.
     """
-    changes = {
-        "beam_size": beam_size,
-        "length_penalty": length_penalty,
-        "max_source_tokens": max_source_tokens,
-        "max_new_tokens": max_new_tokens,
-    }
-    config = DecodeConfig().replace(**{k: v for k, v in changes.items() if v is not None})
+    config = DecodeConfig.with_keywords(config, "open_translator", deprecated)
     text = str(source)
     if text.startswith(("http://", "https://", "grpc://")):
         if checkpoint is not None:
             raise ValueError("--checkpoint is for run directories; a server has one model.")
-        return ServerTranslator(text, model_name, changes, batch_size)
+        return ServerTranslator(text, model_name, config, batch_size)
     path = Path(source)
     from tf_transformer.inference.litert_runtime import LiteRTTranslator, litert_version
 
@@ -244,7 +237,7 @@ def open_translator(
                 f"{litert_dir} is a LiteRT export with one set of weights: --checkpoint and "
                 "--jit-compile are for run directories."
             )
-        return LiteRTTranslator(litert_dir, **changes)
+        return LiteRTTranslator(litert_dir, config)
     version_dir = saved_model_version(path)
     if version_dir is not None:
         if checkpoint is not None:
@@ -252,7 +245,7 @@ def open_translator(
                 f"{version_dir} is an exported SavedModel with one set of weights; --checkpoint "
                 "is for run directories."
             )
-        return SavedModelTranslator(version_dir, changes, jit_compile)
+        return SavedModelTranslator(version_dir, config, jit_compile)
     if not path.is_dir():
         raise FileNotFoundError(f"{path} is neither a run directory nor an exported SavedModel.")
     return RunTranslator(path, config, checkpoint, jit_compile)

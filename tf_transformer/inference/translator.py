@@ -49,13 +49,14 @@ class Translator(tf.Module):
       tokenizers: a `Tokenizers` module (or a loaded one) with `.source` and `.target`.
       model: a `tf_transformer.model.Transformer`.
       config: the decoding settings (`DecodeConfig`: beam size, length penalty and both caps;
-        the caps default to `min(128, model.max_length)`).
-      beam_size, length_penalty, max_source_tokens, max_new_tokens: shorthands for the
-        `config` fields of those names.
+        fields left at None take `DecodeConfig`'s defaults, the caps `min(128,
+        model.config.max_length)`); kept resolved as `self.config`.
       jit_compile: XLA-compile the decoding loop (recompiles per input shape).
+      **deprecated: `beam_size=`, `length_penalty=`, `max_source_tokens=`, `max_new_tokens=`,
+        the old spellings of `config`'s fields (each says once that it is deprecated).
 
     Example:
-      >>> translator = Translator(tokenizers, model, beam_size=4)
+      >>> translator = Translator(tokenizers, model, DecodeConfig(beam_size=4))
       >>> translator(["o carro vermelho é novo ."])["text"]
       <tf.Tensor: shape=(1,), dtype=string, numpy=array([b'the red car is new.'], ...)>
     """
@@ -66,67 +67,62 @@ class Translator(tf.Module):
         model,
         config: DecodeConfig | None = None,
         *,
-        beam_size: int | None = None,
-        length_penalty: float | None = None,
-        max_source_tokens: int | None = None,
-        max_new_tokens: int | None = None,
         jit_compile: bool = False,
         name: str | None = None,
+        **deprecated,
     ):
         super().__init__(name=name)
-        changes = {
-            "beam_size": beam_size,
-            "length_penalty": length_penalty,
-            "max_source_tokens": max_source_tokens,
-            "max_new_tokens": max_new_tokens,
-        }
-        changes = {key: value for key, value in changes.items() if value is not None}
-        config = (config or DecodeConfig()).replace(**changes).resolved(model.max_length)
-        self.config = config
+        config = DecodeConfig.with_keywords(config, "Translator", deprecated)
+        self.config = config.resolved(model.config.max_length)
         self.tokenizers = tokenizers
         self.model = model
-        self.max_source_tokens = config.max_source_tokens
-        self.max_new_tokens = config.max_new_tokens
-        self.beam_size = config.beam_size
-        self.length_penalty = config.length_penalty
         self.jit_compile = jit_compile
-        self._functions: dict[tuple[int, float], Any] = {}
+        self._functions: dict[DecodeConfig, Any] = {}
 
-    def source_ids(self, sentences: tf.Tensor) -> tf.Tensor:
-        """`tf.string` `(batch,)` -> int64 `(batch, src_len)`, `src_len <= max_source_tokens`.
+    def source_ids(self, sentences: tf.Tensor, config: DecodeConfig | None = None) -> tf.Tensor:
+        """`tf.string` `(batch,)` -> int64 `(batch, src_len)`, `src_len <= max_source_tokens`
+        (of `config`, a resolved `DecodeConfig`; this Translator's when None).
 
         Invalid UTF-8 fails here, in the graph (InvalidArgumentError), before tokenization.
         """
         sentences = tf.strings.unicode_transcode(sentences, "UTF-8", "UTF-8", errors="strict")
         tokens = self.tokenizers.source.tokenize(sentences)  # ragged (batch, None), START ... END
-        body = tokens[:, 1:-1][:, : self.max_source_tokens - 2]
+        body = tokens[:, 1:-1][:, : (config or self.config).max_source_tokens - 2]
         batch = tf.shape(sentences, out_type=tf.int64)[0]
         starts = tf.fill([batch, 1], tf.constant(START_ID, tf.int64))
         ends = tf.fill([batch, 1], tf.constant(END_ID, tf.int64))
         return tf.concat([starts, body, ends], axis=1).to_tensor()
 
-    def graph_fn(self, beam_size: int | None = None, length_penalty: float | None = None):
-        """The `tf.function` `sentences tf.string (batch,) -> dict` for these settings.
+    def decoding(self, config: DecodeConfig | None = None) -> DecodeConfig:
+        """This Translator's `config` with the fields `config` sets (resolved)."""
+        if config is None:
+            return self.config
+        return self.config.replace(**config.given()).resolved(self.model.config.max_length)
+
+    def graph_fn(self, config: DecodeConfig | None = None, **deprecated):
+        """The `tf.function` `sentences tf.string (batch,) -> dict` for the decoding `config`
+        (the fields it sets change this Translator's `config`; `beam_size=`, `length_penalty=`:
+        deprecated spellings).
 
         It has a fixed input signature (`STRINGS`), so it can go into a SavedModel as is.
         Returns a dict: `"text"` `tf.string (batch,)`, `"ids"` int64 `(batch, len)` (START first,
         PAD after END), `"scores"` and `"log_probs"` float32 `(batch,)`, `"lengths"` int32.
         """
-        beam_size = self.beam_size if beam_size is None else int(beam_size)
-        length_penalty = self.length_penalty if length_penalty is None else float(length_penalty)
-        key = (beam_size, length_penalty)
-        if key not in self._functions:
+        config = self.decoding(
+            DecodeConfig.with_keywords(config, "Translator.graph_fn", deprecated)
+        )
+        if config not in self._functions:
             decode = make_decode_fn(
                 self.model,
-                max_new_tokens=self.max_new_tokens,
-                beam_size=beam_size,
-                length_penalty=length_penalty,
+                max_new_tokens=config.max_new_tokens,
+                beam_size=config.beam_size,
+                length_penalty=config.length_penalty,
                 jit_compile=self.jit_compile,
             )
 
             @tf.function(input_signature=[STRINGS])
             def translate(sentences):
-                src = self.source_ids(sentences)
+                src = self.source_ids(sentences, config)
                 out = decode(src)
                 # Nothing to translate: an empty translation, not what the model makes of START END.
                 empty = tf.math.count_nonzero(src, axis=1) <= 2  # START and END only
@@ -143,23 +139,24 @@ class Translator(tf.Module):
                     "lengths": tf.where(empty, 1, out.lengths),
                 }
 
-            self._functions[key] = translate
-        return self._functions[key]
+            self._functions[config] = translate
+        return self._functions[config]
 
     def translate(
         self,
         sentences: str | bytes | Iterable[str | bytes] | tf.Tensor,
+        config: DecodeConfig | None = None,
         *,
-        beam_size: int | None = None,
-        length_penalty: float | None = None,
         return_attention: bool = False,
+        **deprecated,
     ) -> dict[str, Any]:
         """Translates a batch (or one sentence); the Python entry point.
 
         Args:
           sentences: a string, bytes, a list of them, or a string tensor `(batch,)`.
-          beam_size: beams (1 = greedy); default the Translator's.
-          length_penalty: length-penalty exponent; default the Translator's.
+          config: a `DecodeConfig` whose set fields change the Translator's for this call
+            (e.g. `DecodeConfig(beam_size=1)`: greedy); `beam_size=`, `length_penalty=`: its
+            deprecated spellings.
           return_attention: also return, for the first sentence, `"attention"` float32
             `(heads, tgt_len, src_len)` (last decoder layer's cross-attention),
             `"src_tokens"` and `"tgt_tokens"` (lists of wordpieces labelling its axes).
@@ -171,18 +168,24 @@ class Translator(tf.Module):
           ValueError: a sentence is not valid UTF-8.
         """
         sentences = validate_utf8(sentences)
-        result = self.graph_fn(beam_size, length_penalty)(sentences)
+        config = self.decoding(
+            DecodeConfig.with_keywords(config, "Translator.translate", deprecated)
+        )
+        result = self.graph_fn(config)(sentences)
         if return_attention:
             result.update(self.attention(sentences[:1], result["ids"][:1]))
         return result
 
     __call__ = translate
 
-    def translate_batch(self, sentences: list[str], **kwargs) -> list[str]:
-        """Python strings in, Python strings out (e.g. for `evaluate`)."""
+    def translate_batch(
+        self, sentences: list[str], config: DecodeConfig | None = None, **kwargs
+    ) -> list[str]:
+        """Python strings in, Python strings out (e.g. for `evaluate`); `config` and `kwargs`
+        as in `translate`."""
         if not sentences:
             return []
-        texts = self.translate(sentences, **kwargs)["text"].numpy()
+        texts = self.translate(sentences, config, **kwargs)["text"].numpy()
         return [text.decode("utf-8") for text in texts]
 
     def translate_document(self, text: str, *, language: str = "pt", batch_size: int = 32) -> str:

@@ -36,7 +36,7 @@ def compile_model(model: tf.keras.Model, train_config: TrainConfig) -> tf.keras.
     Call it inside the strategy scope the model was built in.
     """
     model.compile(
-        optimizer=fit_optimizer(model.d_model, train_config),
+        optimizer=fit_optimizer(model.config.d_model, train_config),
         loss=MaskedSparseCrossEntropy(label_smoothing=train_config.label_smoothing),
         metrics=[MaskedAccuracy()],
     )

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 
 import tensorflow as tf
 
-from tf_transformer.masks import create_masks
 from tf_transformer.text.special_tokens import PAD_ID
 from tf_transformer.training.distribute import distribute_batches
 from tf_transformer.training.losses import masked_correct_sum, masked_loss_sum
@@ -31,7 +30,7 @@ def real_token_logits(model: tf.keras.Model, batch, *, training: bool):
     those of the full logits.
 
     Args:
-      model: a `Transformer` (its `encoder`, `decoder` and `project`).
+      model: a `Transformer` (its `decoder_states` and `project`).
       batch: `((src, tgt_in), tgt_out)` int `(batch, length)` ids.
       training: dropout on when True.
 
@@ -39,12 +38,8 @@ def real_token_logits(model: tf.keras.Model, batch, *, training: bool):
       `(logits, labels)`: float32 `(1, tokens, vocab)` and `(1, tokens)`, the shapes the
       masked losses take.
     """
-    (src, tgt_in), tgt_out = batch
-    padding_mask, combined_mask = create_masks(src, tgt_in)
-    context, _ = model.encoder(src, padding_mask=padding_mask, training=training)
-    x, _ = model.decoder(
-        tgt_in, context, self_mask=combined_mask, cross_mask=padding_mask, training=training
-    )
+    inputs, tgt_out = batch
+    x, _ = model.decoder_states(inputs, training=training)
     real = tf.not_equal(tgt_out, tf.cast(PAD_ID, tgt_out.dtype))
     logits = model.project(tf.boolean_mask(x, real))  # (tokens, vocab)
     return logits[tf.newaxis], tf.boolean_mask(tgt_out, real)[tf.newaxis]

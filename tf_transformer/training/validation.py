@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import tensorflow as tf
 
 from tf_transformer.atomic_files import write_json
-from tf_transformer.config import TrainConfig
+from tf_transformer.config import DecodeConfig, TrainConfig
 from tf_transformer.inference.evaluate import Scores, evaluate
 from tf_transformer.inference.translator import Translator
 from tf_transformer.run_dir import RunDir
@@ -254,14 +254,11 @@ class Validator:
         """
         if self._translator is None:
             copy = build_model(model.config)
-            max_tokens = min(self.max_tokens, copy.max_length)
-            self._translator = Translator(
-                self.tokenizers,
-                copy,
-                beam_size=1,
-                max_source_tokens=max_tokens,
-                max_new_tokens=max_tokens,
+            max_tokens = min(self.max_tokens, copy.config.max_length)
+            config = DecodeConfig(
+                beam_size=1, max_source_tokens=max_tokens, max_new_tokens=max_tokens
             )
+            self._translator = Translator(self.tokenizers, copy, config)
         for target, source in zip(self._translator.model.weights, model.weights, strict=True):
             target.assign(source)
         return self._translator
