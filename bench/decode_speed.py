@@ -158,7 +158,7 @@ def time_run(args) -> None:
         tf.constant([[2, *rng.integers(4, config.input_vocab_size, size=20), 3]], tf.int64)
         for _ in range(args.sentences)
     ]
-    lengths = sorted({min(n, model.max_length - 1) for n in args.lengths})
+    lengths = sorted({min(n, model.config.max_length - 1) for n in args.lengths})
     print(
         f"run {args.run_dir}: {config.num_layers} layers, d_model {config.d_model}, vocab "
         f"{config.input_vocab_size}/{config.target_vocab_size}; batch 1, greedy, "

@@ -216,12 +216,10 @@ def export_litert(args: argparse.Namespace) -> int:
         raise CLIError(
             f"--quantization {quantization}: --format litert takes {' or '.join(QUANTIZATIONS)}."
         )
-    from tf_transformer.config import DecodeConfig
     from tf_transformer.inference.litert_export import export_litert_run_dir
     from tf_transformer.run_dir import RunDir
 
     out = Path(args.out or Path("saved_models") / f"{Path(args.run_dir).resolve().name}-litert")
-    settings = {k: v for k, v in decoding_settings(args).items() if v is not None}
     with model_loading(args.run_dir):
         run_dir = RunDir(args.run_dir)
         run_dir.read_config()
@@ -232,7 +230,7 @@ def export_litert(args: argparse.Namespace) -> int:
             version=args.version,
             checkpoint=checkpoint,
             quantization=quantization,
-            config=DecodeConfig().replace(**settings),
+            config=decode_config(args),
         )
     print(
         f"Exported LiteRT version {path.name} ({quantization}) to {path} from the {which} "

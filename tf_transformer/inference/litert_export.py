@@ -79,8 +79,8 @@ def encoder_function(model, cache_length: int):
 
 def step_function(model, cache_length: int):
     """The concrete decoder step (see the module docstring for its inputs and outputs)."""
-    layers, heads = model.num_layers, model.num_heads
-    depth, dtype = model.d_model // heads, model.compute_dtype
+    layers, heads = model.config.num_layers, model.config.num_heads
+    depth, dtype = model.config.d_model // heads, model.compute_dtype
     cache = [f"self_{kind}_{i}" for i in range(layers) for kind in ("key", "value")]
     specs = [
         tf.TensorSpec([None], tf.int32, name="ids"),
@@ -98,7 +98,7 @@ def step_function(model, cache_length: int):
         memories, caches = tensors[: 2 * layers], tensors[2 * layers :]
         # The state's weights and mask rows; its cross-attention part is made from a stand-in
         # context, replaced by the inputs (and, unused, pruned by the converter).
-        stand_in = tf.zeros([1, 1, model.d_model], dtype)
+        stand_in = tf.zeros([1, 1, model.config.d_model], dtype)
         state = model.start_decoding(
             stand_in, tf.zeros([1, 1, 1, 1]), cache_length, layout=LiteRTLayout
         )
@@ -182,7 +182,7 @@ def export_litert(
     if quantization not in QUANTIZATIONS:
         raise ValueError(f"quantization must be one of {QUANTIZATIONS}, got {quantization!r}.")
     check_version(base_dir, version)
-    config = (config or DecodeConfig()).resolved(model.max_length)
+    config = (config or DecodeConfig()).resolved(model.config.max_length)
     model.build()
     cache_length = config.max_new_tokens
     files = {
@@ -209,9 +209,9 @@ def export_litert(
             "languages": {"source": languages[0], "target": languages[1]},
             "source": _tokenizer_entry(tokenizers.source, "source.vocab"),
             "target": _tokenizer_entry(tokenizers.target, "target.vocab"),
-            "num_layers": model.num_layers,
-            "num_heads": model.num_heads,
-            "d_model": model.d_model,
+            "num_layers": model.config.num_layers,
+            "num_heads": model.config.num_heads,
+            "d_model": model.config.d_model,
             "target_vocab_size": model.target_vocab_size,
             "cache_length": cache_length,
             "decoding": config.to_dict(),
