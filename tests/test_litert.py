@@ -65,7 +65,8 @@ def test_builtin_ops_only_and_the_cache_written_in_place(exports, quantization):
         assert not [op for op in ops if op.startswith("Flex") or op in ("CUSTOM", "DELEGATE")]
         # Weights frozen (no variables); the cache is written by one slice per tensor.
         assert not {"READ_VARIABLE", "VAR_HANDLE", "SCATTER_ND"} & set(ops)
-    assert op_names(folder / STEP_FILE)["DYNAMIC_UPDATE_SLICE"] == 2 * tiny_objects()[2].num_layers
+    layers = tiny_objects()[2].config.num_layers
+    assert op_names(folder / STEP_FILE)["DYNAMIC_UPDATE_SLICE"] == 2 * layers
     if quantization == "int8":  # dynamic range: the weights are int8
         details = Interpreter(model_path=str(folder / STEP_FILE)).get_tensor_details()
         assert sum(d["dtype"] == np.int8 for d in details) >= 6
@@ -77,11 +78,12 @@ def test_float32_ids_equal_the_tensorflow_decoder(exports, beam_size):
     translator = LiteRTTranslator(exports["none"])
     src = source_batch(translator)
     ours = translator.decode(src, beam_size)
+    exported = DECODING.resolved(model.config.max_length)  # what the export baked in
     decode = make_decode_fn(
         model,
-        max_new_tokens=DECODING.max_new_tokens,
+        max_new_tokens=exported.max_new_tokens,
         beam_size=beam_size,
-        length_penalty=DECODING.length_penalty,
+        length_penalty=exported.length_penalty,
     )
     expected = decode(tf.constant(src, tf.int64)).ids.numpy()
     assert ours.tolist() == expected.tolist()

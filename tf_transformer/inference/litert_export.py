@@ -212,7 +212,7 @@ def export_litert(
             "num_layers": model.config.num_layers,
             "num_heads": model.config.num_heads,
             "d_model": model.config.d_model,
-            "target_vocab_size": model.target_vocab_size,
+            "target_vocab_size": model.config.target_vocab_size,
             "cache_length": cache_length,
             "decoding": config.to_dict(),
         }
