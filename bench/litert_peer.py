@@ -112,9 +112,7 @@ def main() -> None:
         q: export_litert(tokenizers, model, work / q, quantization=q) for q in ("none", "int8")
     }
     decoding = DecodeConfig(max_new_tokens=max(args.lengths))
-    litert = {
-        q: LiteRTTranslator(folder, decoding, num_threads=1) for q, folder in folders.items()
-    }
+    litert = {q: LiteRTTranslator(folder, decoding, num_threads=1) for q, folder in folders.items()}
     # Its own interpreters, as a server would have: a batch of 4 rows resizes the step's inputs.
     litert["beam"] = LiteRTTranslator(folders["none"], decoding, num_threads=1)
     print(

@@ -100,7 +100,9 @@ def test_text_equals_the_saved_models(exports, signature, beam_size):
 
 
 def test_int8_agrees_with_float32_on_most_tokens(exports):
-    float32, int8 = (LiteRTTranslator(exports[q], DecodeConfig(beam_size=1)) for q in ("none", "int8"))
+    float32, int8 = (
+        LiteRTTranslator(exports[q], DecodeConfig(beam_size=1)) for q in ("none", "int8")
+    )
     src = source_batch(float32)
     a, b = float32.decode(src), int8.decode(src)
     width = max(a.shape[1], b.shape[1])
