@@ -4,6 +4,10 @@ leaves the old file or the new one, never half of one, and says so in one line.
 Each writer writes under a temporary name beside the target, then renames it into place:
 a rename within one directory is atomic, so readers (and TF Serving, which loads only
 numbered version directories) see the target whole or not at all.
+
+`tempfile` makes private files (0600) and folders (0700), and a rename keeps the mode, so each
+writer gives what it wrote the modes `open` and `mkdir` would have given under the process's
+umask (`apply_umask`) before the rename: a server running as another user can read an export.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import contextlib
 import json
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Callable
@@ -66,6 +71,37 @@ def reporting_write_errors(what: str, kept: str):
         raise WriteError(f"cannot write {what}: {reason(error)}; {kept}") from error
 
 
+def current_umask() -> int:
+    """The process's umask, read from /proc/self/status where Linux shows it (setting it to read
+    it would change it for every thread for a moment)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def apply_umask(path: str | Path) -> None:
+    """Gives `path`, and everything under it when it is a folder, the modes `mkdir` and `open`
+    would have given under the umask: folders 0777 & ~umask, files 0666 & ~umask (0777 & ~umask
+    for an executable one). Symbolic links are left alone."""
+    mask = current_umask()
+
+    def chmod(target: str) -> None:
+        mode = os.lstat(target).st_mode
+        if not stat.S_ISLNK(mode):
+            os.chmod(target, (0o777 if mode & 0o111 or stat.S_ISDIR(mode) else 0o666) & ~mask)
+
+    path = str(path)
+    chmod(path)
+    if os.path.isdir(path) and not os.path.islink(path):
+        for folder, dirs, files in os.walk(path):
+            for name in [*dirs, *files]:
+                chmod(os.path.join(folder, name))
+
+
 def write_json(path: str | Path, data: Any) -> None:
     """Writes `data` as JSON to `path` atomically (the old file stays until the new is whole).
 
@@ -79,6 +115,7 @@ def write_json(path: str | Path, data: Any) -> None:
         try:
             with os.fdopen(fd, "w") as f:
                 json.dump(data, f, indent=2, sort_keys=True)
+            apply_umask(tmp)
             os.replace(tmp, path)
         finally:
             if os.path.exists(tmp):
@@ -107,6 +144,7 @@ def write_directory(path: str | Path, save: Callable[[str], None], *, replace: b
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
             save(str(tmp))
+            apply_umask(tmp)
             if not path.exists():
                 os.rename(tmp, path)
             elif not replace:

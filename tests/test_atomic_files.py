@@ -1,0 +1,84 @@
+"""atomic_files: what we write gets the modes `open` and `mkdir` give under the umask (not
+tempfile's private 0600/0700), so a server running as another user can read an export."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from tests.export_helpers import tiny_export, tiny_objects
+from tf_transformer.atomic_files import current_umask, write_directory, write_json
+from tf_transformer.run_dir import RunDir
+
+
+@pytest.fixture(params=[0o022, 0o077], ids=["umask-022", "umask-077"])
+def umask(request):
+    old = os.umask(request.param)
+    try:
+        yield request.param
+    finally:
+        os.umask(old)
+
+
+def wrong_modes(root: Path, mask: int) -> dict[str, str]:
+    """`{path: mode}` of each folder not 0777 & ~mask and each file not 0666 & ~mask under
+    `root` (and `root` itself): empty when all follow the umask."""
+    wrong = {}
+    for path in [root, *root.rglob("*")]:
+        mode = path.lstat().st_mode
+        expected = (0o777 if stat.S_ISDIR(mode) else 0o666) & ~mask
+        if stat.S_IMODE(mode) != expected:
+            wrong[str(path.relative_to(root.parent))] = oct(stat.S_IMODE(mode))
+    return wrong
+
+
+def test_current_umask_reads_the_umask_without_changing_it(umask):
+    assert current_umask() == umask
+    assert os.umask(umask) == umask
+
+
+def test_run_files_follow_the_umask(umask, tmp_path):
+    _, tokenizers, model = tiny_objects()
+    run = RunDir(tmp_path / "run")
+    run.write_config({"model": model.get_config()})
+    write_json(run.best_record_path, {"step": 1})  # as ValidateEvery writes best.json
+    tokenizers.save(run.tokenizers_path)
+    for path in [run.config_path, run.best_record_path, run.tokenizers_path]:
+        assert wrong_modes(path, umask) == {}
+    tokenizers.save(run.tokenizers_path)  # replaced: still the umask's modes
+    assert wrong_modes(run.tokenizers_path, umask) == {}
+
+
+def test_a_written_directory_follows_the_umask_and_keeps_an_executable_executable(umask, tmp_path):
+    def save(folder):
+        Path(folder, "sub").mkdir(mode=0o700)
+        Path(folder, "sub", "data").write_text("x")
+        os.chmod(Path(folder, "sub", "data"), 0o600)
+        Path(folder, "run.sh").write_text("#!/bin/sh\n")
+        os.chmod(Path(folder, "run.sh"), 0o700)
+
+    path = write_directory(tmp_path / "out", save, replace=False)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o777 & ~umask
+    assert stat.S_IMODE((path / "sub").stat().st_mode) == 0o777 & ~umask
+    assert stat.S_IMODE((path / "sub" / "data").stat().st_mode) == 0o666 & ~umask
+    assert stat.S_IMODE((path / "run.sh").stat().st_mode) == 0o777 & ~umask
+
+
+def test_a_ctranslate2_export_follows_the_umask(umask, tmp_path):
+    pytest.importorskip("ctranslate2")
+    from tf_transformer.inference.ctranslate2_export import export_ctranslate2
+
+    _, tokenizers, model = tiny_objects()
+    path = export_ctranslate2((model, tokenizers), tmp_path / "ct2")
+    assert wrong_modes(path, umask) == {}
+
+
+def test_a_saved_model_export_follows_the_umask():
+    """The shared export (`saved_models/tiny/1`), written under this process's umask (022 for
+    `make test`: tempfile alone would leave the version folder 0700)."""
+    path, _ = tiny_export()
+    assert wrong_modes(path, current_umask()) == {}
+    assert wrong_modes(path.parent, current_umask()) == {}  # the model base path too
