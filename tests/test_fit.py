@@ -63,8 +63,10 @@ def test_fit_trains_and_saves_a_loadable_keras_model(tmp_path):
 def test_a_non_finite_loss_rolls_back_to_weights_that_gave_a_finite_loss(tmp_path, trainer):
     # A real blow-up: an absurd learning rate makes the loss NaN at step 3, computed with the
     # weights of step 2 (a step's loss comes before its update), the first epoch's end, where
-    # fit's backup was written.
-    config = TRAIN.replace(max_steps=50, lr_scale=1e6, warmup_steps=1, checkpoint_every=1)
+    # fit's backup was written. Keeping one checkpoint, the one before is kept until proven.
+    config = TRAIN.replace(
+        max_steps=50, lr_scale=1e6, warmup_steps=1, checkpoint_every=1, keep_checkpoints=1
+    )
     run_dir = tmp_path / "run"
 
     def two_batches(epoch):
