@@ -82,3 +82,29 @@ def test_a_saved_model_export_follows_the_umask():
     path, _ = tiny_export()
     assert wrong_modes(path, current_umask()) == {}
     assert wrong_modes(path.parent, current_umask()) == {}  # the model base path too
+
+
+def test_only_write_errors_become_write_errors_and_only_a_full_disk_is_out_of_space(tmp_path):
+    import tensorflow as tf
+
+    from tests.test_faults import file_size_limit
+    from tf_transformer.atomic_files import WriteError, out_of_space, reporting_write_errors
+
+    # A real full disk (a file-size limit: EFBIG), through TensorFlow's file system.
+    full_disk = pytest.raises(WriteError, match="File too large; kept")
+    with file_size_limit(1000), full_disk as full, reporting_write_errors("x", "kept"):
+        tf.io.write_file(str(tmp_path / "big"), tf.constant("x" * 5000))
+    assert out_of_space(full.value.__cause__)
+    denied = tf.errors.PermissionDeniedError(None, None, "/x/y.tmp; Permission denied")
+    refusal = pytest.raises(WriteError, match="Permission denied; kept")
+    with refusal as refused, reporting_write_errors("x", "kept"):
+        raise denied
+    assert not out_of_space(refused.value.__cause__)
+    # Not a write: out of memory, a bug, a missing file of a read.
+    for error in [
+        tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor"),
+        tf.errors.InvalidArgumentError(None, None, "Incompatible shapes"),
+        tf.errors.UnknownError(None, None, "something else"),
+    ]:
+        with pytest.raises(type(error)), reporting_write_errors("x", "kept"):
+            raise error

@@ -202,10 +202,11 @@ def test_a_non_finite_loss_is_one_line_exit_2_naming_the_good_checkpoint(tmp_pat
     )
     lines = [line for line in capsys.readouterr().err.splitlines() if "tf-transformer" in line]
     good, bad = (run.checkpoints_path / f"ckpt-{n}" for n in (1, 2))
-    assert code == 2 and lines == [
+    expected = (
         "tf-transformer train: error: the loss became nan at step 3 (epoch 1); stopped without "
         f"saving. {bad}, whose weights gave it, was removed; the latest checkpoint is now {good}, "
         "whose weights gave a finite loss. Lower the learning rate (--warmup-steps) or train in "
         "float32, then continue with --resume."
-    ]
+    )
+    assert code == 2 and lines == [expected]
     assert run.latest_checkpoint() == str(good)

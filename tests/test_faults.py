@@ -8,6 +8,7 @@ with exit 2), never a traceback; what was there before stays whole and loadable.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import resource
@@ -93,13 +94,20 @@ def _cli(capsys, *args) -> tuple[int, str, list[str]]:
     return code, captured.out, captured.err.splitlines()
 
 
-def _child(*args, file_size: int | None = None) -> tuple[int, list[str]]:
+def _child(*args, file_size: int | None = None, obey_modes: bool = False) -> tuple[int, list[str]]:
     """`(exit code, the CLI's own stderr lines)` of the CLI in a child process whose files
-    may not grow past `file_size` bytes (writes past it fail with EFBIG, as on a full disk)."""
+    may not grow past `file_size` bytes (writes past it fail with EFBIG, as on a full disk);
+    with `obey_modes`, a child of root loses the capabilities that let it read and write any
+    file (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH), so file modes apply to it."""
 
     def limit():
         if file_size is not None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
+        if obey_modes and os.getuid() == 0:
+            prctl = ctypes.CDLL(None, use_errno=True).prctl
+            for capability in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+                if prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP, before exec
+                    raise OSError(ctypes.get_errno(), "cannot drop a capability")
 
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     command = [sys.executable, "-m", "tf_transformer.cli", *map(str, args)]
@@ -263,6 +271,29 @@ def test_a_given_torn_checkpoint_is_an_error(run):
         TornCheckpointError, match=f"cannot read the checkpoint {torn}: its index file"
     ):
         run.checkpoint(torn)
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_an_unreadable_newest_checkpoint_stops_resume_and_nothing_is_overwritten(run):
+    """Permission denied is not torn: resume stops with its own line instead of going back to
+    ckpt-2 (and saving over ckpt-4 later)."""
+    newest = run.checkpoints_path / "ckpt-4"
+    before = _files(run.checkpoints_path)
+    os.chmod(_data(newest), 0)
+    try:
+        code, err = _child(
+            "train", "--resume", "--run-dir", run.root, "--max-steps", "8",
+            "--checkpoint-every", "1", "--quiet", obey_modes=True,
+        )  # fmt: skip
+    finally:
+        os.chmod(_data(newest), 0o644)
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith(f"tf-transformer train: error: cannot read the checkpoint {newest}: ")
+    assert "Permission denied; no older checkpoint is used in its place" in err[0], err
+    assert _files(run.checkpoints_path) == before
 
 
 # A full disk: writes past a file-size limit fail in a child process.

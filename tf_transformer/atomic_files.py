@@ -13,6 +13,7 @@ umask (`apply_umask`) before the rename: a server running as another user can re
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -30,25 +31,28 @@ class WriteError(OSError, TransformerError):
     """A file of the run could not be written; what was there before is intact."""
 
 
-def write_errors() -> tuple[type[BaseException], ...]:
-    """What a failed write raises: OSError, and once TensorFlow is loaded the errors its file
-    system gives for an errno (ENOSPC: ResourceExhausted, EFBIG: OutOfRange, EACCES/EROFS:
-    PermissionDenied, as seen here); not the ones that mean a bug (InvalidArgument, Internal)."""
+# The causes of a failed write that a user can act on (a full disk, a size or quota limit, no
+# write access, a failing disk); "free some disk space" is said only for the first three.
+OUT_OF_SPACE = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+WRITE_ERRNOS = (*OUT_OF_SPACE, errno.EACCES, errno.EPERM, errno.EROFS, errno.EIO)
+
+
+def write_errno(error: BaseException) -> int | None:
+    """The errno of a failed write: an `OSError`'s own, or the one whose text ends a TensorFlow
+    file system error ("...; No space left on device"); None for any other error."""
+    if isinstance(error, OSError):
+        return error.errno
     tf = sys.modules.get("tensorflow")
-    if tf is None:
-        return (OSError,)
-    errors = tf.errors
-    return (
-        OSError,
-        errors.ResourceExhaustedError,
-        errors.OutOfRangeError,
-        errors.PermissionDeniedError,
-        errors.FailedPreconditionError,
-        errors.NotFoundError,
-        errors.DataLossError,
-        errors.UnavailableError,
-        errors.UnknownError,
-    )
+    if tf is None or not isinstance(error, tf.errors.OpError):
+        return None
+    cause = reason(error)
+    return next((n for n in WRITE_ERRNOS if cause.endswith(os.strerror(n))), None)
+
+
+def is_write_error(error: BaseException) -> bool:
+    """Whether `error` is a failed write: any `OSError`, and the TensorFlow errors whose cause is
+    one of `WRITE_ERRNOS` (not out of memory, not a bug: InvalidArgument, Internal)."""
+    return isinstance(error, OSError) or write_errno(error) is not None
 
 
 def reason(error: BaseException) -> str:
@@ -60,6 +64,11 @@ def reason(error: BaseException) -> str:
     return text.rsplit("; ", 1)[-1] or type(error).__name__
 
 
+def out_of_space(error: BaseException) -> bool:
+    """Whether a failed write ran out of room: ENOSPC, EFBIG or EDQUOT."""
+    return write_errno(error) in OUT_OF_SPACE
+
+
 @contextlib.contextmanager
 def reporting_write_errors(what: str, kept: str):
     """Turns a write error inside into a `WriteError`: "cannot write WHAT: CAUSE; KEPT"."""
@@ -67,7 +76,9 @@ def reporting_write_errors(what: str, kept: str):
         yield
     except WriteError:
         raise
-    except write_errors() as error:
+    except Exception as error:  # narrowed to write errors below; anything else is a bug
+        if not is_write_error(error):
+            raise
         raise WriteError(f"cannot write {what}: {reason(error)}; {kept}") from error
 
 

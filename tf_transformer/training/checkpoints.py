@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 from typing_extensions import Self  # typing.Self needs Python 3.11
 
-from tf_transformer.atomic_files import WriteError, reason, write_errors
+from tf_transformer.atomic_files import WriteError, is_write_error, out_of_space, reason
 from tf_transformer.checkpoint_files import (
     TornCheckpointError,
     checkpoint_candidates,
@@ -146,16 +146,22 @@ class CheckpointManager(tf.train.CheckpointManager):
             self.unproven = prefix
         try:
             return super().save(checkpoint_number, check_interval, options)
-        except write_errors() as error:
+        except Exception as error:  # narrowed to write errors below; anything else is a bug
+            if not is_write_error(error):
+                raise
             self.unproven = unproven
             shutil.rmtree(prefix + "_temp", ignore_errors=True)
             if prefix not in self.checkpoints:  # files of a checkpoint no state file names
                 for path in Path(prefix).parent.glob(Path(prefix).name + ".*"):
                     path.unlink(missing_ok=True)
             kept = f"the latest is still {previous}" if previous else "none was written"
+            then = (
+                "Free some disk space, then continue with --resume."
+                if out_of_space(error)
+                else "Continue with --resume once it can be written."
+            )
             raise WriteError(
-                f"cannot write the checkpoint {prefix}: {reason(error)}; {kept}. Free some "
-                "disk space, then continue with --resume."
+                f"cannot write the checkpoint {prefix}: {reason(error)}; {kept}. {then}"
             ) from error
 
 

@@ -14,12 +14,29 @@ mix of the two. Checkpoints are saved at every epoch's end too, so the fallback 
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable
 
 import tensorflow as tf
 
-from tf_transformer.checkpoint_files import TornCheckpointError, first_line, report_fallback
+from tf_transformer.checkpoint_files import (
+    CheckpointReadError,
+    TornCheckpointError,
+    first_line,
+    report_fallback,
+)
+
+# What h5py says of a weights file cut short or damaged (json says it with JSONDecodeError).
+TORN_H5_MESSAGES = ("truncated file", "file signature not found", "bad object header")
+
+
+def is_torn_backup_error(error: BaseException) -> bool:
+    """Whether a load error of the backup means a torn file (h5py: truncated, no signature;
+    json: a document cut short), not another cause (permission denied, a missing entry)."""
+    if isinstance(error, json.JSONDecodeError):
+        return True
+    return isinstance(error, OSError) and any(m in str(error) for m in TORN_H5_MESSAGES)
 
 
 class BackupAndRestore(tf.keras.callbacks.BackupAndRestore):
@@ -39,7 +56,14 @@ class BackupAndRestore(tf.keras.callbacks.BackupAndRestore):
     def on_train_begin(self, logs=None):
         try:
             super().on_train_begin(logs)
-        except (OSError, ValueError, KeyError) as error:  # h5py, json, a missing entry
+        except (OSError, ValueError) as error:
+            if isinstance(error, OSError) and not is_torn_backup_error(error):
+                raise CheckpointReadError(  # permission denied: stop, pass nothing over
+                    f"cannot read the backup {self.backup_dir}: {first_line(error)}; nothing "
+                    "was passed over or removed. Fix its files' access, then run again."
+                ) from error
+            if not is_torn_backup_error(error):  # a bug
+                raise
             note = f"the backup {self.backup_dir} is torn ({first_line(error)})"
             self.model._initial_epoch = None  # the checkpoint's epoch, which `fit` was given
             prefix = self.restore()
