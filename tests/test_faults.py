@@ -468,3 +468,26 @@ def test_the_state_file_names_a_checkpoint_only_once_its_files_are_whole(tmp_pat
     second = manager.save(checkpoint_number=2, options=options)
     assert seen == [(first, None)]
     assert tf.train.latest_checkpoint(str(folder)) == second
+
+
+def test_checkpoint_files_are_fsynced_before_the_state_file_names_them(tmp_path, monkeypatch):
+    from tf_transformer.training.checkpoints import CheckpointManager
+
+    folder = tmp_path / "ckpts"
+    manager = CheckpointManager(tf.train.Checkpoint(v=tf.Variable(tf.ones(1000))), str(folder), 3)
+    first = manager.save(checkpoint_number=1)
+    fsync, synced = os.fsync, []
+
+    def recording_fsync(fd):  # the real fsync, recording what it synced and what the state named
+        synced.append((os.readlink(f"/proc/self/fd/{fd}"), tf.train.latest_checkpoint(str(folder))))
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    second = manager.save(checkpoint_number=2)
+    monkeypatch.undo()
+    assert synced == [
+        (f"{second}.index", first),
+        (f"{second}.data-00000-of-00001", first),
+        (str(folder), first),  # the folder, so that the renames are on disk too
+    ]
+    assert tf.train.latest_checkpoint(str(folder)) == second  # named after the last fsync
