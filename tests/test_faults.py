@@ -320,6 +320,32 @@ def test_a_failed_checkpoint_save_keeps_the_previous_one(run, capsys):
     assert code == 0 and out.strip()
 
 
+def test_fit_on_a_full_disk_is_one_line_and_leaves_its_files_as_they_were(tmp_path, capsys):
+    from tf_transformer.data.sample import sample_pairs
+    from tf_transformer.training.fit_backup import BackupAndRestore
+
+    corpus = tmp_path / "four.tsv"
+    corpus.write_text("".join(f"{pt}\t{en}\n" for pt, en in sample_pairs("train")[:4]))
+    run = RunDir(tmp_path / "run")
+    fit = ["train", "--fit", "--run-dir", run.root, "--quiet"]
+    code, _, _ = _cli(capsys, *fit, "--dataset", corpus, "--preset", "tiny", "--epochs", "1")
+    assert code == 0
+    model_file = run.root / "fit" / "model.keras"
+    # The backup a killed fit leaves (Keras removes it when fit ends), written by its callback.
+    backup = BackupAndRestore(str(run.root / "fit" / "backup"), restore=lambda: None)
+    backup.set_model(tf.keras.models.load_model(model_file))
+    backup._current_epoch = 1
+    backup._save_model()
+    before = {**_files(run.root / "fit"), **_files(run.checkpoints_path)}
+
+    # Epoch 2's end: model.keras is written first, then the backup, then the checkpoint.
+    size = model_file.stat().st_size
+    code, err = _child(*fit, "--resume", "--epochs", "2", file_size=size // 2)
+    line = f"tf-transformer train: error: cannot write {model_file}: File too large; model.keras"
+    assert code == 2 and err == [f"{line} is as it was"], err
+    assert {**_files(run.root / "fit"), **_files(run.checkpoints_path)} == before
+
+
 @contextlib.contextmanager
 def file_size_limit(size: int):
     """Files of this process may not grow past `size` bytes while inside (a write past it fails

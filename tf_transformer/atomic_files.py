@@ -113,24 +113,35 @@ def apply_umask(path: str | Path) -> None:
                 chmod(os.path.join(folder, name))
 
 
-def write_json(path: str | Path, data: Any) -> None:
-    """Writes `data` as JSON to `path` atomically (the old file stays until the new is whole).
+def write_file(path: str | Path, save: Callable[[str], None]) -> Path:
+    """Writes one file atomically: `save(tmp)` writes it under a hidden temporary name beside
+    `path` that ends like `path` (Keras wants `.keras`, `.weights.h5`), then a rename. When
+    `save` writes nothing, `path` is left as it was.
 
     Raises:
       WriteError: the file could not be written; the old one is untouched.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}{''.join(path.suffixes)}")
     with reporting_write_errors(str(path), f"{path.name} is as it was"):
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
         try:
-            with os.fdopen(fd, "w") as f:
-                json.dump(data, f, indent=2, sort_keys=True)
-            apply_umask(tmp)
-            os.replace(tmp, path)
+            save(str(tmp))
+            if tmp.exists():
+                apply_umask(tmp)
+                os.replace(tmp, path)
         finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+            tmp.unlink(missing_ok=True)
+    return path
+
+
+def write_json(path: str | Path, data: Any) -> None:
+    """Writes `data` as JSON to `path` atomically (the old file stays until the new is whole).
+
+    Raises:
+      WriteError: the file could not be written; the old one is untouched.
+    """
+    write_file(path, lambda tmp: Path(tmp).write_text(json.dumps(data, indent=2, sort_keys=True)))
 
 
 def write_directory(path: str | Path, save: Callable[[str], None], *, replace: bool) -> Path:
