@@ -40,6 +40,7 @@ class CheckpointReadError(OSError, TransformerError):
 TORN_MESSAGES = (
     "Read less bytes than requested",  # a data file cut short
     "not an sstable",  # an index cut short ("bad magic number")
+    "too short to be an sstable",  # an index being rewritten in place
     "Checksum does not match",  # a changed byte
     "corrupted",
     "truncated",
@@ -119,20 +120,26 @@ def checkpoint_number(prefix: str) -> int:
 
 def checkpoint_candidates(folder: str | Path) -> list[str]:
     """The checkpoint prefixes in `folder`, newest (highest number) first: those its state file
-    lists and any other `*.index` there (the state file itself may be damaged)."""
+    lists; every `*.index` there only when the state file is missing or damaged.
+
+    A checkpoint that the state file does not name yet may still be being written by a trainer
+    (its index appears before the state file is replaced), so it is no candidate while the
+    state file can be read: a reader beside a trainer never calls it torn.
+    """
     import tensorflow as tf
 
     folder = Path(folder)
     if not folder.is_dir():
         return []
-    found = {str(path.with_suffix("")) for path in folder.glob("*.index")}
     try:
         state = tf.train.get_checkpoint_state(str(folder))
     except (ValueError, OSError, tf.errors.OpError):  # a damaged state file: the files decide
         state = None
     if state is not None:
         listed = [*state.all_model_checkpoint_paths, state.model_checkpoint_path]
-        found |= {str(folder / Path(path).name) for path in listed if path}
+        found = {str(folder / Path(path).name) for path in listed if path}
+    else:
+        found = {str(path.with_suffix("")) for path in folder.glob("*.index")}
     return sorted(found, key=checkpoint_number, reverse=True)
 
 

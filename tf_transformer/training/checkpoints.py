@@ -166,9 +166,10 @@ class CheckpointManager(tf.train.CheckpointManager):
 
 
 def save_model_checkpoint(model: tf.keras.Model, folder: str | Path, number: int) -> str:
-    """Writes `model_checkpoint(model)` as the one checkpoint of `folder` (best/, averaged/),
-    numbered `number`; the previous one is removed only once this one is whole."""
-    manager = CheckpointManager(model_checkpoint(model), str(folder), max_to_keep=1)
+    """Writes `model_checkpoint(model)` as the newest checkpoint of `folder` (best/, averaged/),
+    numbered `number`. The one before stays until the next save, so a reader (`translate`
+    beside `train`) that found it just before this save can still read it."""
+    manager = CheckpointManager(model_checkpoint(model), str(folder), max_to_keep=2)
     return manager.save(checkpoint_number=number)
 
 
