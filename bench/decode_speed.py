@@ -4,6 +4,7 @@ Run from the repository root::
 
     .venv/bin/python bench/decode_speed.py [--repeats 5] [--sentences 3] [--jit-compile auto]
         [--step-layout xla|graph|both] [--json PATH]
+    .venv/bin/python bench/decode_speed.py --run-dir runs/NAME [--lengths 40] [--json PATH]
 
 Both decoders get the same source sentences (random ids, the tutorial preset: vocab 7765/7010,
 random weights: speed does not depend on training) in the same process, at batch 1, and generate
@@ -16,7 +17,14 @@ above it gives beam 4 against greedy in graph mode when XLA was chosen.
 
 `--step-layout` picks the XLA decoders' one-token step (`make_decode_fn(step_layout=...)`):
 "xla" (the default under XLA: heads-merged caches, attention as products and sums) or "graph"
-(per-head caches and batched matmuls, graph mode's step). "both" runs everything with "xla" and
+(per-head caches and batched matmuls, graph mode's step).
+
+`--run-dir RUN` times a trained run's model instead (its best, else averaged, else latest
+checkpoint; random source ids in its vocabulary, 20 tokens): greedy at batch 1 in graph mode and
+with XLA, N tokens generated exactly, lengths capped by the model's positional table. No
+baseline: the last line is `run: graph_ms_per_token=... xla_ms_per_token=...` (median call time
+/ N at the first length, encoder and setup included), to compare two presets' models (the
+recipe's against `small-data`'s). "both" runs everything with "xla" and
 also times the two under XLA against each other, interleaved (greedy and beam 4 at every
 length, same ids checked), in a line `step_layout: greedy_40=... beam4_40=...` (graph-layout
 time over xla-layout time: above 1 = the xla layout faster) above the last two lines.
@@ -139,8 +147,44 @@ def compare_step_layouts(model, sources, args) -> dict[str, float]:
     return ratios
 
 
+def time_run(args) -> None:
+    """`--run-dir`: greedy ms per generated token of a trained run, graph mode and XLA."""
+    from tf_transformer.run_dir import RunDir
+
+    model = RunDir(args.run_dir).load_model()
+    config = model.config
+    rng = np.random.default_rng(0)
+    sources = [
+        tf.constant([[2, *rng.integers(4, config.input_vocab_size, size=20), 3]], tf.int64)
+        for _ in range(args.sentences)
+    ]
+    lengths = sorted({min(n, model.config.max_length - 1) for n in args.lengths})
+    print(
+        f"run {args.run_dir}: {config.num_layers} layers, d_model {config.d_model}, vocab "
+        f"{config.input_vocab_size}/{config.target_vocab_size}; batch 1, greedy, "
+        f"{args.sentences} sentences x {args.repeats} repeats"
+    )
+    figures = {"run_dir": str(args.run_dir), "greedy": []}
+    for n in lengths:
+        for jit in (False, True):
+            greedy = make_decode_fn(model, max_new_tokens=n, min_length=n, jit_compile=jit)
+            for src in sources:
+                timed(greedy, src)  # trace / compile per shape
+            times = [timed(greedy, src) for _ in range(args.repeats) for src in sources]
+            ms_per_token = statistics.median(times) * 1000 / n
+            figures["greedy"].append({"tokens": n, "xla": jit, "ms_per_token": ms_per_token})
+            print(f"greedy {n:4d} tokens  xla={jit!s:5}: {ms_per_token:6.2f} ms/token")
+    first = {row["xla"]: row["ms_per_token"] for row in figures["greedy"][:2]}
+    print(f"run: graph_ms_per_token={first[False]:.2f} xla_ms_per_token={first[True]:.2f}")
+    figures.update(batch=1, tokens=lengths[0])
+    write_json(args, "decode_speed", figures)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--run-dir", default=None, help="Time a trained run's model (no baseline comparison)."
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--sentences", type=int, default=3)
     parser.add_argument("--lengths", type=int, nargs="+", default=[40, 128])
@@ -164,6 +208,8 @@ def main() -> None:
     )
     add_json_flags(parser)
     args = parser.parse_args()
+    if args.run_dir:
+        return time_run(args)
     started = time.perf_counter()
 
     import baseline  # ../shared/bench/baseline.py

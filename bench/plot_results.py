@@ -10,7 +10,8 @@ data and when, read from the JSON records (bench/json_figures.py). The plots:
 
 * `decoding_speed.png`: one sentence, greedy, 40 and 128 generated tokens: the tutorial's
   recompute decoder, ours in graph mode and under XLA (bench/decode_speed.py), CTranslate2
-  float32 and int8 (bench/ctranslate2_peer.py);
+  float32 and int8 (bench/ctranslate2_peer.py), and our LiteRT export float32 and int8
+  (bench/litert_peer.py) when `litert_peer.json` is in the data folder;
 * `serving_latency.png`: the exported SavedModel, graph and XLA export, greedy and beam 4, at
   batch 1 and 32 (bench/serving_latency.py);
 * `validation_bleu.png`: dev BLEU against training steps for the `small-data` recipe: a short
@@ -52,6 +53,8 @@ INPUTS = {
     "validation_bleu.png": ("quality_short.json", "quality_table.json"),
     "padding.png": ("padding.json",),
 }
+# What a plot adds when the file is there (bench/litert_peer.py --json).
+OPTIONAL_INPUTS = {"decoding_speed.png": ("litert_peer.json",)}
 
 
 def load(data: Path, name: str) -> dict:
@@ -104,6 +107,15 @@ def decoding_speed(data: Path):
         "CTranslate2 float32 (1 thread)": [ct2_rows[(n, 1)]["ct2_fp32"] for n in lengths],
         "CTranslate2 int8 (1 thread)": [ct2_rows[(n, 1)]["ct2_int8"] for n in lengths],
     }
+    records = [graph, xla, ct2]
+    (optional,) = OPTIONAL_INPUTS["decoding_speed.png"]
+    if (data / optional).is_file():
+        litert = load(data, optional)
+        rows = {c["tokens"]: c["ms"] for c in litert["figures"]["cases"] if c["beam"] == 1}
+        if all(n in rows for n in lengths):
+            series["LiteRT float32 (1 thread)"] = [rows[n]["litert_fp32"] for n in lengths]
+            series["LiteRT int8 (1 thread)"] = [rows[n]["litert_int8"] for n in lengths]
+            records.append(litert)
     figure, axes = plt.subplots(figsize=(10, 6))
     width = 0.8 / len(series)
     x = np.arange(len(lengths))
@@ -117,7 +129,7 @@ def decoding_speed(data: Path):
         "Greedy decoding, one 22-token source, tutorial preset (random weights): lower is faster"
     )
     axes.legend(fontsize=8, loc="upper left")
-    return finish(figure, [graph, xla, ct2])
+    return finish(figure, records)
 
 
 def serving_latency(data: Path):

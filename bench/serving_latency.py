@@ -11,6 +11,11 @@ steps: the default (24) stands for a ~20-token translation.
 
     .venv/bin/python bench/serving_latency.py [--run-dir runs/NAME] [--repeats 30] [--json PATH]
 
+`--save-exports DIR` keeps the two exports in DIR (graph/, xla/); `--against DIR` also loads
+the exports another checkout kept there (the same preset and flags) and times them in the same
+process, interleaved with ours (A B A B), printing a line `against: graph_greedy=... ...`: the
+median over pairs of their time over ours (above 1 = ours faster).
+
 The last line is machine-readable (one sentence, p50):
     latency: graph_greedy_p50_ms=... xla_greedy_p50_ms=... graph_beam4_p50_ms=... xla_beam4_p50_ms=...
 """
@@ -88,6 +93,10 @@ def main() -> None:
     parser.add_argument("--batch-repeats", type=int, default=5, help="Timed calls per batch case.")
     parser.add_argument("--batch", type=int, default=32, help="The batch case's size (0: skip).")
     parser.add_argument("--threads", type=int, default=0, help="TF intra-op threads (0: auto).")
+    parser.add_argument("--save-exports", default=None, help="Keep the exports in this folder.")
+    parser.add_argument(
+        "--against", default=None, help="Another checkout's --save-exports folder, timed too."
+    )
     add_json_flags(parser)
     args = parser.parse_args()
     if args.threads:
@@ -98,7 +107,7 @@ def main() -> None:
     from tf_transformer.model import Transformer
     from tf_transformer.run_dir import RunDir
 
-    work = Path(tempfile.mkdtemp(prefix="serving_latency_"))
+    work = Path(args.save_exports or tempfile.mkdtemp(prefix="serving_latency_"))
     if args.run_dir:
         run = RunDir(args.run_dir)
         tokenizers, model = run.load_tokenizers(), run.load_model()
@@ -140,8 +149,13 @@ def main() -> None:
             f"{kind:>5} export: {export_s:5.1f} s to {path}; load {load_s:4.1f} s; warm-up "
             f"{requests} requests, {warmup_s:5.1f} s"
         )
+    if args.against:
+        for kind in ("graph", "xla"):
+            (path,) = sorted(Path(args.against, kind).iterdir())  # its one version folder
+            loaded[f"against_{kind}"] = tf.saved_model.load(str(path))
+            replay_warmup(path, loaded[f"against_{kind}"])
 
-    figures = {}
+    figures, against = {}, {}
     cases = [("greedy", "greedy", 1), (f"beam{args.beam_size}", "serving_default", 1)]
     if args.batch:
         cases += [
@@ -161,7 +175,7 @@ def main() -> None:
                 times[kind].append(seconds)
         same = np.array_equal(tokens["graph"], tokens["xla"])
         line = []
-        for kind in loaded:
+        for kind in ("graph", "xla"):
             p50, p95 = percentile_ms(times[kind], 50), percentile_ms(times[kind], 95)
             figures[f"{kind}_{name}_p50_ms"] = p50
             figures[f"{kind}_{name}_p95_ms"] = p95
@@ -171,8 +185,13 @@ def main() -> None:
             f"{name:>11}: {'  |  '.join(line)}  ({len(times['graph'])} calls each, "
             f"{generated} tokens, same ids: {'yes' if same else 'NO'})"
         )
+        for kind in ("graph", "xla") if args.against else ():
+            theirs, ours = times[f"against_{kind}"], times[kind]
+            against[f"{kind}_{name}"] = float(np.median(np.array(theirs) / np.array(ours)))
     beam = f"beam{args.beam_size}"
     keys = ["graph_greedy", "xla_greedy", f"graph_{beam}", f"xla_{beam}"]
+    if args.against:
+        print("against: " + " ".join(f"{k}={against[k]:.3f}" for k in keys))
     print("latency: " + " ".join(f"{k}_p50_ms={figures[f'{k}_p50_ms']:.1f}" for k in keys))
     generated = {"source_tokens": source_tokens, "generated_tokens": args.max_length}
     write_json(args, "serving_latency", dict(figures, model=source, batch=args.batch, **generated))

@@ -8,6 +8,7 @@ with exit 2), never a traceback; what was there before stays whole and loadable.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import resource
@@ -16,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -95,13 +97,20 @@ def _cli(capsys, *args) -> tuple[int, str, list[str]]:
     return code, captured.out, captured.err.splitlines()
 
 
-def _child(*args, file_size: int | None = None) -> tuple[int, list[str]]:
+def _child(*args, file_size: int | None = None, obey_modes: bool = False) -> tuple[int, list[str]]:
     """`(exit code, the CLI's own stderr lines)` of the CLI in a child process whose files
-    may not grow past `file_size` bytes (writes past it fail with EFBIG, as on a full disk)."""
+    may not grow past `file_size` bytes (writes past it fail with EFBIG, as on a full disk);
+    with `obey_modes`, a child of root loses the capabilities that let it read and write any
+    file (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH), so file modes apply to it."""
 
     def limit():
         if file_size is not None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
+        if obey_modes and os.getuid() == 0:
+            prctl = ctypes.CDLL(None, use_errno=True).prctl
+            for capability in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+                if prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP, before exec
+                    raise OSError(ctypes.get_errno(), "cannot drop a capability")
 
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     command = [sys.executable, "-m", "tf_transformer.cli", *map(str, args)]
@@ -267,6 +276,29 @@ def test_a_given_torn_checkpoint_is_an_error(run):
         run.checkpoint(torn)
 
 
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_an_unreadable_newest_checkpoint_stops_resume_and_nothing_is_overwritten(run):
+    """Permission denied is not torn: resume stops with its own line instead of going back to
+    ckpt-2 (and saving over ckpt-4 later)."""
+    newest = run.checkpoints_path / "ckpt-4"
+    before = _files(run.checkpoints_path)
+    os.chmod(_data(newest), 0)
+    try:
+        code, err = _child(
+            "train", "--resume", "--run-dir", run.root, "--max-steps", "8",
+            "--checkpoint-every", "1", "--quiet", obey_modes=True,
+        )  # fmt: skip
+    finally:
+        os.chmod(_data(newest), 0o644)
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith(f"tf-transformer train: error: cannot read the checkpoint {newest}: ")
+    assert "Permission denied; no older checkpoint is used in its place" in err[0], err
+    assert _files(run.checkpoints_path) == before
+
+
 # A full disk: writes past a file-size limit fail in a child process.
 
 
@@ -289,6 +321,32 @@ def test_a_failed_checkpoint_save_keeps_the_previous_one(run, capsys):
     caps = ["--max-source-tokens", "4", "--max-new-tokens", "4"]
     code, out, _ = _cli(capsys, "translate", run.root, "o gato .", "--checkpoint", "latest", *caps)
     assert code == 0 and out.strip()
+
+
+def test_fit_on_a_full_disk_is_one_line_and_leaves_its_files_as_they_were(tmp_path, capsys):
+    from tf_transformer.data.sample import sample_pairs
+    from tf_transformer.training.fit_backup import BackupAndRestore
+
+    corpus = tmp_path / "four.tsv"
+    corpus.write_text("".join(f"{pt}\t{en}\n" for pt, en in sample_pairs("train")[:4]))
+    run = RunDir(tmp_path / "run")
+    fit = ["train", "--fit", "--run-dir", run.root, "--quiet"]
+    code, _, _ = _cli(capsys, *fit, "--dataset", corpus, "--preset", "tiny", "--epochs", "1")
+    assert code == 0
+    model_file = run.root / "fit" / "model.keras"
+    # The backup a killed fit leaves (Keras removes it when fit ends), written by its callback.
+    backup = BackupAndRestore(str(run.root / "fit" / "backup"), restore=lambda: None)
+    backup.set_model(tf.keras.models.load_model(model_file))
+    backup._current_epoch = 1
+    backup._save_model()
+    before = {**_files(run.root / "fit"), **_files(run.checkpoints_path)}
+
+    # Epoch 2's end: model.keras is written first, then the backup, then the checkpoint.
+    size = model_file.stat().st_size
+    code, err = _child(*fit, "--resume", "--epochs", "2", file_size=size // 2)
+    line = f"tf-transformer train: error: cannot write {model_file}: File too large; model.keras"
+    assert code == 2 and err == [f"{line} is as it was"], err
+    assert {**_files(run.root / "fit"), **_files(run.checkpoints_path)} == before
 
 
 @contextlib.contextmanager
@@ -439,3 +497,94 @@ def test_the_state_file_names_a_checkpoint_only_once_its_files_are_whole(tmp_pat
     second = manager.save(checkpoint_number=2, options=options)
     assert seen == [(first, None)]
     assert tf.train.latest_checkpoint(str(folder)) == second
+
+
+def test_checkpoint_files_are_fsynced_before_the_state_file_names_them(tmp_path, monkeypatch):
+    from tf_transformer.training.checkpoints import CheckpointManager
+
+    folder = tmp_path / "ckpts"
+    manager = CheckpointManager(tf.train.Checkpoint(v=tf.Variable(tf.ones(1000))), str(folder), 3)
+    first = manager.save(checkpoint_number=1)
+    fsync, synced = os.fsync, []
+
+    def recording_fsync(fd):  # the real fsync, recording what it synced and what the state named
+        synced.append((os.readlink(f"/proc/self/fd/{fd}"), tf.train.latest_checkpoint(str(folder))))
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    second = manager.save(checkpoint_number=2)
+    monkeypatch.undo()
+    assert synced == [
+        (f"{second}.index", first),
+        (f"{second}.data-00000-of-00001", first),
+        (str(folder), first),  # the folder, so that the renames are on disk too
+    ]
+    assert tf.train.latest_checkpoint(str(folder)) == second  # named after the last fsync
+
+
+# Readers beside a trainer.
+
+
+def test_a_checkpoint_the_state_file_does_not_name_yet_is_no_candidate(tmp_path):
+    from tf_transformer.checkpoint_files import newest_intact
+    from tf_transformer.training.checkpoints import CheckpointManager
+
+    folder = tmp_path / "ckpts"
+    manager = CheckpointManager(tf.train.Checkpoint(v=tf.Variable(tf.ones(1000))), str(folder), 3)
+    first = manager.save(checkpoint_number=1)
+    # ckpt-2 as a trainer leaves it for a moment: its index there, its data still short.
+    shutil.copy(_index(first), folder / "ckpt-2.index")
+    shutil.copy(_data(first), _data(folder / "ckpt-2"))
+    _cut(_data(folder / "ckpt-2"), 100)
+    notes = []
+    assert checkpoint_candidates(folder) == [first]
+    assert newest_intact(folder, notes) == first and notes == []  # no false "torn" line
+    (folder / "checkpoint").unlink()  # without a state file, the files decide
+    assert checkpoint_candidates(folder) == [str(folder / "ckpt-2"), first]
+
+
+def test_a_replaced_best_or_average_stays_readable_until_the_next_replacement(tmp_path):
+    from tf_transformer.training.checkpoints import save_model_checkpoint
+
+    model = tf.keras.Sequential([tf.keras.layers.Dense(2)])
+    model.build((None, 3))
+    folder = tmp_path / "best"
+    found = save_model_checkpoint(model, folder, 1)  # what a reader found just before ...
+    newer = save_model_checkpoint(model, folder, 2)  # ... this replacement
+    assert tf.train.latest_checkpoint(str(folder)) == newer
+    assert checkpoint_problem(found) is None  # still whole: the reader can restore it
+    save_model_checkpoint(model, folder, 3)
+    assert checkpoint_candidates(folder) == [str(folder / "ckpt-3"), newer]
+
+
+def test_a_reader_beside_a_training_run_sees_no_torn_or_missing_checkpoint(run):
+    """`train` saves a checkpoint every step (each tiny epoch is one step: the epoch-end saves)
+    while this process reads the latest in a loop, as `translate --checkpoint latest` does
+    (`RunDir.checkpoint`, then every tensor): every read succeeds, with no warning.
+
+    Not covered: a step saved twice under one number (`--checkpoint-every 1` here would save
+    each step again at its epoch's end), whose index is rewritten in place."""
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    trainer = subprocess.Popen(
+        [sys.executable, "-m", "tf_transformer.cli", "train", "--resume", "--run-dir", run.root]
+        + ["--max-steps", "10", "--checkpoint-every", "1000", "--quiet"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    loaded = set()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", TransformerWarning)  # a "torn" line fails the test
+            while trainer.poll() is None:
+                _, path = run.checkpoint("latest")
+                reader = tf.train.load_checkpoint(path)
+                for name in reader.get_variable_to_dtype_map():
+                    reader.get_tensor(name)
+                loaded.add(path)
+    finally:
+        trainer.kill()
+        _, err = trainer.communicate()
+    assert trainer.returncode == 0, err
+    assert len(loaded) > 2, loaded  # the reader really read while checkpoints were replaced

@@ -169,3 +169,40 @@ def test_an_existing_run_is_refused_untouched(tiny_run):
     assert "exists; pass --resume" in result.stderr
     assert (run_dir / "config.json").read_text() == before
     assert (run_dir / "checkpoints" / "ckpt-20.index").is_file()
+
+
+MIXED_LAYOUT = {
+    "tatoeba_pt_en": {"train": 20, "dev": 3},
+    "crioleset": {"train": 10},
+    "python_docs_pt_en": {"train": 20, "dev": 3},
+    "gnome_debian_docs_pt_en": {"train": 10},
+    "tldr_pt_en": {"train": 10},
+    "ntrex_news": {"dev": 3},
+    "ted_hrlr_validation": {"dev": 3},
+}
+
+
+@pytest.mark.slow
+def test_the_mixed_preset_trains_on_its_mix_and_scores_four_dev_sets(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "LAYOUT", MIXED_LAYOUT)
+    data, run_dir = tmp_path / "data", tmp_path / "run"
+    _write_corpora(data)
+    result = _quality(
+        "--preset", "mixed-data", "--data", str(data), "--run-dir", str(run_dir),
+        "--max-steps", "4", "--eval-every", "4", *TINY, "--beam-size", "1",
+    )  # fmt: skip
+    recorded = json.loads((run_dir / "config.json").read_text())["data"]
+    assert [Path(p).name for p in recorded["dataset"]] == list(MIXED_LAYOUT)[:5]
+    assert recorded["dataset_weights"] == [0.3, 0.1, 0.35, 0.15, 0.1]
+    assert (
+        json.loads((run_dir / "checkpoints" / "best" / "best.json").read_text())["picked_by"]
+        == "ntrex_news"
+    )
+    line = _last_line(result)
+    for field in (
+        "tatoeba_dev_bleu=",
+        "ted_dev_bleu_lc=",
+        "ntrex_dev_bleu=",
+        "python_docs_dev_bleu=",
+    ):
+        assert field in line, line

@@ -6,6 +6,11 @@ while the folder's `checkpoint` state file still names it. Restoring it then fai
 TensorFlow (`IndexError: Read less bytes than requested`). The check here is cheap (the index,
 the data files' sizes and the small string tensors, not the weights) and runs once per
 checkpoint a command opens; a restore that still fails is handled by its caller.
+
+"Torn" means a short read, a size mismatch or a failed checksum (`is_torn_error`), nothing
+else: any other read error (permission denied, out of memory, a file system that is not there)
+stops the command with `CheckpointReadError`, so that `--resume` never goes back to an older
+checkpoint (and later saves over the newer one) because of it.
 """
 
 from __future__ import annotations
@@ -23,6 +28,43 @@ from tf_transformer.errors import TransformerError, TransformerWarning
 
 class TornCheckpointError(ValueError, TransformerError):
     """No whole checkpoint where one was needed (every candidate is torn or missing)."""
+
+
+class CheckpointReadError(OSError, TransformerError):
+    """A checkpoint could not be read for a reason other than being torn; nothing was passed
+    over."""
+
+
+# What TensorFlow's checkpoint reader says (as an `OpError` of code UNKNOWN, or `DataLossError`)
+# when a file is short or its bytes are wrong.
+TORN_MESSAGES = (
+    "Read less bytes than requested",  # a data file cut short
+    "not an sstable",  # an index cut short ("bad magic number")
+    "too short to be an sstable",  # an index being rewritten in place
+    "Checksum does not match",  # a changed byte
+    "corrupted",
+    "truncated",
+)
+
+
+def is_torn_error(error: BaseException) -> bool:
+    """Whether a read error means a torn file: a short read or a failed checksum."""
+    import tensorflow as tf
+
+    if isinstance(error, (IndexError, tf.errors.DataLossError)):
+        return True
+    return isinstance(error, tf.errors.OpError) and any(m in str(error) for m in TORN_MESSAGES)
+
+
+def torn_or_raise(prefix: str, error: BaseException) -> str:
+    """The first line of `error` when it means a torn checkpoint; otherwise raises
+    `CheckpointReadError`, which stops the command."""
+    if is_torn_error(error):
+        return first_line(error)
+    raise CheckpointReadError(
+        f"cannot read the checkpoint {prefix}: {first_line(error)}; no older checkpoint is "
+        "used in its place and nothing was overwritten. Fix its files' access, then run again."
+    ) from error
 
 
 def checkpoint_problem(prefix: str | Path) -> str | None:
@@ -45,8 +87,8 @@ def checkpoint_problem(prefix: str | Path) -> str | None:
         return f"no data file {Path(prefix).name}.data-*"
     try:
         reader = tf.train.load_checkpoint(prefix)
-    except (ValueError, OSError, tf.errors.OpError) as error:
-        return f"its index is unreadable: {first_line(error)}"
+    except (IndexError, tf.errors.OpError) as error:
+        return f"its index is unreadable: {torn_or_raise(prefix, error)}"
     try:
         dtypes = reader.get_variable_to_dtype_map()
         shapes = reader.get_variable_to_shape_map()
@@ -57,8 +99,8 @@ def checkpoint_problem(prefix: str | Path) -> str | None:
                 needed += sum(len(value) for value in values)
             else:
                 needed += int(np.prod(shapes[key], dtype=np.int64)) * dtype.size
-    except (IndexError, ValueError, OSError, tf.errors.OpError) as error:
-        return f"its data is unreadable: {first_line(error)}"
+    except (IndexError, tf.errors.OpError) as error:
+        return f"its data is unreadable: {torn_or_raise(prefix, error)}"
     held = sum(path.stat().st_size for path in data)
     if held < needed:
         return f"its data files hold {held} bytes of the {needed} its index lists"
@@ -78,20 +120,26 @@ def checkpoint_number(prefix: str) -> int:
 
 def checkpoint_candidates(folder: str | Path) -> list[str]:
     """The checkpoint prefixes in `folder`, newest (highest number) first: those its state file
-    lists and any other `*.index` there (the state file itself may be damaged)."""
+    lists; every `*.index` there only when the state file is missing or damaged.
+
+    A checkpoint that the state file does not name yet may still be being written by a trainer
+    (its index appears before the state file is replaced), so it is no candidate while the
+    state file can be read: a reader beside a trainer never calls it torn.
+    """
     import tensorflow as tf
 
     folder = Path(folder)
     if not folder.is_dir():
         return []
-    found = {str(path.with_suffix("")) for path in folder.glob("*.index")}
     try:
         state = tf.train.get_checkpoint_state(str(folder))
     except (ValueError, OSError, tf.errors.OpError):  # a damaged state file: the files decide
         state = None
     if state is not None:
         listed = [*state.all_model_checkpoint_paths, state.model_checkpoint_path]
-        found |= {str(folder / Path(path).name) for path in listed if path}
+        found = {str(folder / Path(path).name) for path in listed if path}
+    else:
+        found = {str(path.with_suffix("")) for path in folder.glob("*.index")}
     return sorted(found, key=checkpoint_number, reverse=True)
 
 
@@ -109,7 +157,7 @@ def torn_note(prefix: str, load: Callable[[str], Any] | None = None) -> str | No
         try:
             load(prefix)
         except (IndexError, tf.errors.OpError) as error:
-            problem = f"it does not restore: {first_line(error)}"
+            problem = f"it does not restore: {torn_or_raise(prefix, error)}"
     return None if problem is None else f"{prefix} is torn ({problem})"
 
 

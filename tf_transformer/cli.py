@@ -4,12 +4,15 @@ Each subcommand lives in `tf_transformer/commands/<name>.py` and exposes
 `register(subparsers)`, which adds its parser and sets `func(args) -> int`.
 Errors a user can fix end as one line on stderr with exit code 2: bad flags (argparse),
 `CLIError`, any `tf_transformer.errors.TransformerError` (data, training, serving), and the
-ValueError/OSError kinds the package raises for bad values and paths.
+ValueError/OSError kinds that a `raise` statement of the package raises for bad values and
+paths (`is_user_error`). Anything else (from TensorFlow, or a bug of ours: a ValueError inside
+numpy) is not the user's to fix, and shows its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import linecache
 import os
 import sys
 import warnings
@@ -22,9 +25,8 @@ from tf_transformer.errors import TransformerError, TransformerWarning
 COMMANDS = {"train": train, "translate": translate, "evaluate": evaluate, "export": export}
 
 
-# What ends as one error line (exit 2) instead of a traceback.
+# The builtin errors that end as one error line (exit 2), when the package raised them itself.
 USER_ERRORS = (
-    TransformerError,
     ValueError,
     FileNotFoundError,
     FileExistsError,
@@ -32,6 +34,25 @@ USER_ERRORS = (
     NotADirectoryError,
     PermissionError,
 )
+
+
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def is_user_error(error: BaseException) -> bool:
+    """Whether `error` is ours to report in one line: a `TransformerError`, or one of
+    `USER_ERRORS` raised by a `raise` statement in this package (the innermost frame of its
+    traceback), not by a library or a failed operation of ours."""
+    if isinstance(error, TransformerError):
+        return True
+    if not isinstance(error, USER_ERRORS) or error.__traceback__ is None:
+        return False
+    tb = error.__traceback__
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    filename = os.path.abspath(tb.tb_frame.f_code.co_filename)
+    line = linecache.getline(filename, tb.tb_lineno).strip()
+    return filename.startswith(PACKAGE_DIR) and line.startswith("raise ")
 
 
 def usage_error(prog: str, message: str):
@@ -113,7 +134,9 @@ def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         setattr(args, field, [*getattr(args, field), *extras])
     try:
         return int(args.func(args) or 0)
-    except USER_ERRORS as error:
+    except Exception as error:  # narrowed by is_user_error: anything else is re-raised
+        if not is_user_error(error):
+            raise
         print(f"tf-transformer {args.command}: error: {one_line(error)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

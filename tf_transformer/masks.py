@@ -39,7 +39,9 @@ def create_padding_mask(seq: tf.Tensor) -> tf.Tensor:
       float32 `(batch, 1, 1, len)`, 1.0 at PAD positions; broadcasts over heads and queries.
     """
     mask = tf.cast(tf.equal(seq, tf.cast(PAD_ID, seq.dtype)), tf.float32)
-    return mask[:, tf.newaxis, tf.newaxis, :]
+    # Two expand_dims, not `mask[:, tf.newaxis, tf.newaxis, :]`: LiteRT has no builtin for that
+    # strided slice on a dynamic shape (it would need the Flex delegate).
+    return tf.expand_dims(tf.expand_dims(mask, 1), 1)
 
 
 def create_look_ahead_mask(size: int | tf.Tensor) -> tf.Tensor:

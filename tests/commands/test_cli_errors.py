@@ -136,3 +136,30 @@ def test_bad_inputs(workdir, capsys, arguments, expected):
     captured = _check_one_line(capsys, f" {arguments[0]}", expected)
     assert captured.out == ""
     assert _snapshot(workdir) == before
+
+
+def test_only_our_errors_are_one_line_a_bug_shows_its_traceback(monkeypatch, capsys):
+    import numpy as np
+
+    from tf_transformer.commands import translate
+    from tf_transformer.inference.versions import check_version
+
+    def raises(error_fn):
+        try:
+            error_fn()
+        except Exception as error:  # noqa: BLE001 - the error to classify
+            return error
+        raise AssertionError("no error")
+
+    ours = raises(lambda: check_version("/nonexistent", 0))  # `raise ValueError` of ours
+    library = raises(lambda: np.zeros(2).reshape(3))  # a ValueError from inside numpy
+    assert isinstance(ours, ValueError) and isinstance(library, ValueError)
+    assert cli.is_user_error(ours) and not cli.is_user_error(library)
+
+    def bug(args):
+        np.zeros(2).reshape(3)
+
+    monkeypatch.setattr(translate, "run", bug)
+    with pytest.raises(ValueError, match="cannot reshape"):
+        cli.main(["translate", "run", "olá"])
+    assert "error:" not in capsys.readouterr().err

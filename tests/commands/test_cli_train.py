@@ -187,3 +187,28 @@ def test_mixed_precision_float32_turns_the_presets_bfloat16_off():
     assert train_config.mixed_precision is None
     given = ["train", "--preset", "tiny", "--mixed-precision", "float16"]
     assert configs_from_args(build_parser().parse_args(given))[1].mixed_precision == "float16"
+
+
+@pytest.mark.parametrize("trainer", [[], ["--fit"]], ids=["loop", "fit"])
+def test_a_non_finite_loss_is_one_line_exit_2_naming_the_good_checkpoint(tmp_path, capsys, trainer):
+    from tf_transformer.data.sample import sample_pairs
+    from tf_transformer.run_dir import RunDir
+
+    corpus = tmp_path / "pairs.tsv"
+    corpus.write_text("".join(f"{pt}\t{en}\n" for pt, en in sample_pairs("train")[:16]))
+    run = RunDir(tmp_path / "run")
+    blow_up = ["--lr-scale", "1e6", "--warmup-steps", "1", "--checkpoint-every", "1"]
+    code = main(
+        ["train", "--dataset", str(corpus), "--preset", "tiny", "--max-steps", "20", *blow_up]
+        + ["--run-dir", str(run.root), "--quiet", *trainer]
+    )
+    lines = [line for line in capsys.readouterr().err.splitlines() if "tf-transformer" in line]
+    good, bad = (run.checkpoints_path / f"ckpt-{n}" for n in (1, 2))
+    expected = (
+        "tf-transformer train: error: the loss became nan at step 3 (epoch 1); stopped without "
+        f"saving. {bad}, whose weights gave it, was removed; the latest checkpoint is now {good}, "
+        "whose weights gave a finite loss. Lower the learning rate (--warmup-steps) or train in "
+        "float32, then continue with --resume."
+    )
+    assert code == 2 and lines == [expected]
+    assert run.latest_checkpoint() == str(good)

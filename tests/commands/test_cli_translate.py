@@ -15,6 +15,13 @@ pytestmark = pytest.mark.cost(100)  # seconds in make test (measured)
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ARGS_SENTENCES = ["o carro vermelho é novo .", "nós comemos ."]
 STDIN_LINES = ["ela comprou as maçãs ?", "", "os gatos pretos não são meus ."]
+# A text of paragraphs: two sentences on a line, a blank line, double spaces, CRLF, no final
+# newline.
+DOCUMENT = (
+    "O carro vermelho é novo. Nós comemos.\n\n"
+    "  Ela comprou as maçãs?  Os gatos pretos não são meus.\r\n"
+    "O Sr. Silva chegou."
+)
 # The settings of tiny_translator(), whose model the run directory holds.
 OPTIONS = [
     "--beam-size",
@@ -67,13 +74,17 @@ def runs(tmp_path_factory):
         "stdin": start_cli(root, *OPTIONS, stdin="\n".join(STDIN_LINES) + "\n"),
         "missing": start_cli(root / "nope", "o carro ."),
     }
+    document, output = root / "in.txt", root / "out.txt"
+    document.write_bytes(DOCUMENT.encode("utf-8"))
+    processes["file"] = start_cli(root, "--file", document, "--output", output, *OPTIONS)
     # The same model in this process, while the CLI runs.
     expected = {
         "args": translator.translate_batch(ARGS_SENTENCES),
         "stdin": translator.translate_batch(STDIN_LINES),
+        "file": translator.translate_document(DOCUMENT, batch_size=2),
     }
     results = {name: finish(process) for name, process in processes.items()}
-    return {"results": results, "expected": expected, "plot": plot}
+    return {"results": results, "expected": expected, "plot": plot, "output": output}
 
 
 def test_translates_arguments_like_the_python_api(runs):
@@ -102,3 +113,18 @@ def test_missing_run_dir_is_one_error_line_and_exit_2(runs):
     assert stdout == ""
     lines = [line for line in stderr.splitlines() if line.startswith("tf-transformer")]
     assert len(lines) == 1 and "does not exist" in lines[0], stderr
+
+
+def test_translates_a_file_keeping_its_layout(runs):
+    code, _, stderr = runs["results"]["file"]
+    assert code == 0, stderr
+    written = runs["output"].read_bytes().decode("utf-8")
+    assert written == runs["expected"]["file"]
+    # The layout is the input's: the same line breaks (CRLF kept), blank line and spacing.
+    _, blank, second, _ = written.split("\n")
+    assert blank == "" and second.startswith("  ") and second.endswith("\r")
+    assert "  " in second.strip() and not written.endswith("\n")
+    # Written atomically, yet readable as a file open() makes (not mkstemp's 0600).
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert runs["output"].stat().st_mode & 0o777 == 0o666 & ~umask

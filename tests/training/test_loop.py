@@ -177,14 +177,19 @@ def test_resume_after_sigkill_then_sigterm_matches_uninterrupted_run(tmp_path):
         np.testing.assert_array_equal(a, b)
 
 
-def test_non_finite_loss_stops_without_saving(tmp_path):
-    # An absurd learning rate blows the weights up within a few steps.
-    config = TRAIN.replace(max_steps=50, lr_scale=1e30, warmup_steps=1, checkpoint_every=1)
-    with pytest.raises(NonFiniteLossError, match="stopped without saving"):
-        train(tmp_path / "run", MODEL, config, copy_task, progress=False)
-    latest = tf.train.latest_checkpoint(str(tmp_path / "run" / "checkpoints"))
-    model = RunDir(tmp_path / "run").load_model(latest)
-    assert all(np.isfinite(w).all() for w in _weights(model))
+def test_step_logs_without_a_loss_are_an_error_not_a_finite_loss():
+    from tf_transformer.training.policies import Checkpoints, NonFiniteLoss, Progress
+
+    progress = Progress()
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(), "unused", max_to_keep=1)
+    policy = NonFiniteLoss(
+        progress=progress, checkpoints=Checkpoints(progress=progress, manager=manager, every=1)
+    )
+    policy.on_train_batch_end(0, {"loss": 1.5})  # finite: nothing happens
+    with pytest.raises(KeyError, match="hold no 'loss'"):
+        policy.on_train_batch_end(0, {"accuracy": 0.5})
+    with pytest.raises(NonFiniteLossError, match="the loss became inf at step 0"):
+        policy.on_train_batch_end(0, {"loss": np.inf})
 
 
 def test_average_last_checkpoints(tmp_path):

@@ -31,7 +31,9 @@ def register(subparsers) -> None:
         ),
     )
     parser.add_argument(
-        "model", metavar="RUN_DIR|SAVED_MODEL", help="A run directory or an exported SavedModel."
+        "model",
+        metavar="RUN_DIR|EXPORT",
+        help="A run directory, an exported SavedModel or a LiteRT export.",
     )
     parser.add_argument(
         "--dataset",
@@ -66,6 +68,14 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
+def exported(path: str) -> bool:
+    """`path` is a SavedModel or LiteRT export (a version folder or a base path)."""
+    from tf_transformer.inference.litert_runtime import litert_version
+    from tf_transformer.inference.load import saved_model_version
+
+    return saved_model_version(path) is not None or litert_version(path) is not None
+
+
 def evaluation_data(args: argparse.Namespace) -> tuple[DataConfig, str]:
     """The data to score on, and where it comes from.
 
@@ -75,17 +85,16 @@ def evaluation_data(args: argparse.Namespace) -> tuple[DataConfig, str]:
     Raises:
       CLIError: a SavedModel (or a run without a recorded dataset) and no --dataset.
     """
-    from tf_transformer.inference.load import saved_model_version
     from tf_transformer.run_dir import RunDir
 
     paths = {"tarball": args.tarball, "data_dir": args.data_dir}
     paths = {name: value for name, value in paths.items() if value is not None}
     if args.dataset is not None:
         return DataConfig(dataset=args.dataset, **paths), "--dataset"
-    if saved_model_version(args.model) is not None:
+    if exported(args.model):
         raise CLIError(
-            f"{args.model} is an exported SavedModel, which does not record the data it was "
-            "trained on: pass --dataset sample|ted_hrlr|PATH."
+            f"{args.model} is an export (SavedModel or LiteRT), which does not record the data "
+            "it was trained on: pass --dataset sample|ted_hrlr|PATH."
         )
     run = RunDir(args.model)
     if not run.exists():
@@ -95,11 +104,16 @@ def evaluation_data(args: argparse.Namespace) -> tuple[DataConfig, str]:
         raise CLIError(
             f"{run.config_path} records no dataset: pass --dataset sample|ted_hrlr|PATH."
         )
+    if data.is_mix:
+        raise CLIError(
+            f"{run.config_path} records {len(data.dataset)} corpora (a mix): pass --dataset "
+            "with the one to score on."
+        )
     return data.replace(**paths), f"the run's dataset, from {run.config_path}"
 
 
 def run(args: argparse.Namespace) -> int:
-    from tf_transformer.inference.load import open_translator, saved_model_version
+    from tf_transformer.inference.load import open_translator
 
     data, source = evaluation_data(args)
     # The model first: a wrong path fails before TensorFlow even loads.
@@ -107,14 +121,15 @@ def run(args: argparse.Namespace) -> int:
         translator = open_translator(args.model, decode_config(args), checkpoint=args.checkpoint)
     from tf_transformer.inference.evaluate import evaluate
 
-    print(f"dataset: {data.dataset} ({source}), split {args.split}", flush=True)
+    (spec,) = data.dataset
+    print(f"dataset: {spec} ({source}), split {args.split}", flush=True)
     dataset = data.load(args.split)
     if args.limit:
         dataset = dataset.take(args.limit)
     pairs = [(pt.decode(), en.decode()) for pt, en in dataset.as_numpy_iterator()]
-    name = Path(data.dataset).name or "data"
-    # Beside a run; in the working directory for a SavedModel (its version dir stays clean).
-    where = Path(".") if saved_model_version(args.model) else Path(args.model)
+    name = Path(spec).name or "data"
+    # Beside a run; in the working directory for an export (its version dir stays clean).
+    where = Path(".") if exported(args.model) else Path(args.model)
     output = Path(args.output or where / f"hypotheses.{name}.{args.split}.txt")
     scores, _ = evaluate(
         translator.translate,
@@ -123,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         hypotheses_path=output,
         progress=not args.quiet,
     )
-    print(f"{data.dataset} {args.split} with {translator.description}")
+    print(f"{spec} {args.split} with {translator.description}")
     print(scores.summary())
     print(f"hypotheses: {output}")
     headline = {"bleu": scores.bleu, "bleu_lc": scores.bleu_lc, "chrf": scores.chrf}

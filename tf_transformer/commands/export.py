@@ -47,16 +47,19 @@ def register(subparsers) -> None:
     parser.add_argument("--checkpoint", default=None, metavar="CHECKPOINT", help=CHECKPOINT_HELP)
     parser.add_argument(
         "--format",
-        choices=("savedmodel", "ctranslate2"),
+        choices=("savedmodel", "ctranslate2", "litert"),
         default="savedmodel",
-        help="savedmodel (TF Serving, default) or ctranslate2: a CTranslate2 model directory "
-        "with the vocabularies, written to --out (default: saved_models/<RUN_DIR name>-ct2); "
-        "needs `pip install '.[ctranslate2]'`.",
+        help="savedmodel (TF Serving, default); ctranslate2: a CTranslate2 model directory "
+        "with the vocabularies, written to --out (default: saved_models/<RUN_DIR name>-ct2), "
+        "needs `pip install '.[ctranslate2]'`; litert: the encoder and decoder step as LiteRT "
+        "files with the vocabularies, the next version under --out (default: "
+        "saved_models/<RUN_DIR name>-litert), run with `pip install '.[litert]'`.",
     )
     parser.add_argument(
         "--quantization",
         default=None,
-        help="With --format ctranslate2: CTranslate2 weight quantization (e.g. int8, float16).",
+        help="With --format ctranslate2: CTranslate2 weight quantization (e.g. int8, float16); "
+        "with --format litert: none (float32, default) or int8 (dynamic range).",
     )
     add_decoding_arguments(
         parser,
@@ -99,8 +102,10 @@ def batch_sizes(text: str) -> tuple[int, ...]:
 def run(args: argparse.Namespace) -> int:
     if args.format == "ctranslate2":
         return export_ctranslate2(args)
+    if args.format == "litert":
+        return export_litert(args)
     if args.quantization:
-        raise CLIError("--quantization is for --format ctranslate2.")
+        raise CLIError("--quantization is for --format ctranslate2 or litert.")
 
     if args.warmup_batch_sizes and not args.jit_compile:
         # A graph export warms up with one request per signature: every shape runs alike.
@@ -189,4 +194,49 @@ def export_ctranslate2(args: argparse.Namespace) -> int:
         which, checkpoint = run_dir.checkpoint(args.checkpoint)
         path = convert(args.run_dir, out, quantization=args.quantization, checkpoint=checkpoint)
     print(f"Exported a CTranslate2 model to {path} from the {which} checkpoint {checkpoint}")
+    return 0
+
+
+def export_litert(args: argparse.Namespace) -> int:
+    """`--format litert`: a LiteRT version folder (`inference.litert_export`)."""
+    from tf_transformer.inference.litert_export import QUANTIZATIONS
+
+    ignored = [
+        flag
+        for flag, value in (
+            ("--jit-compile", args.jit_compile),
+            ("--warmup-batch-sizes", args.warmup_batch_sizes),
+        )
+        if value
+    ]
+    if ignored:
+        raise CLIError(f"{', '.join(ignored)}: SavedModel options, not for --format litert.")
+    quantization = args.quantization or "none"
+    if quantization not in QUANTIZATIONS:
+        raise CLIError(
+            f"--quantization {quantization}: --format litert takes {' or '.join(QUANTIZATIONS)}."
+        )
+    from tf_transformer.inference.litert_export import export_litert_run_dir
+    from tf_transformer.run_dir import RunDir
+
+    out = Path(args.out or Path("saved_models") / f"{Path(args.run_dir).resolve().name}-litert")
+    with model_loading(args.run_dir):
+        run_dir = RunDir(args.run_dir)
+        run_dir.read_config()
+        which, checkpoint = run_dir.checkpoint(args.checkpoint)
+        path = export_litert_run_dir(
+            args.run_dir,
+            out,
+            version=args.version,
+            checkpoint=checkpoint,
+            quantization=quantization,
+            config=decode_config(args),
+        )
+    print(
+        f"Exported LiteRT version {path.name} ({quantization}) to {path} from the {which} "
+        f"checkpoint {checkpoint}"
+    )
+    print(
+        f'Translate with it (ai-edge-litert, no TensorFlow): tf-transformer translate {shlex.quote(str(out))} "o gato bebe ."'
+    )
     return 0

@@ -2,7 +2,9 @@
 
 A field `warmup_steps: int` becomes `--warmup-steps N` with the field's `help`; a bool field
 becomes `--name/--no-name`; `positive` fields take positive values only and `choices` fields
-their choices (`none` is the word for None). A flag's argparse default is None ("not given"),
+their choices (`none` is the word for None). A tuple field is a repeatable flag when its
+metadata says `repeatable` (`--dataset A --dataset B`), else one comma-separated list
+(`--dataset-weights 0.5,0.5`). A flag's argparse default is None ("not given"),
 so that a command applies only the flags given; the help shows the value that applies instead,
 e.g. the chosen preset's (`show_defaults`).
 """
@@ -38,8 +40,25 @@ def positive_float(text: str) -> float:
     return value
 
 
+def comma_list(item_type: type):
+    """argparse type: `1,2.5` -> `(1.0, 2.5)` with `item_type` (float here) for each item."""
+
+    def parse(text: str) -> tuple:
+        try:
+            return tuple(item_type(item) for item in text.split(","))
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected a comma-separated list of {item_type.__name__}s, got {text!r}"
+            ) from None
+
+    parse.__name__ = f"list of {item_type.__name__}"
+    return parse
+
+
 def _without_none(hint) -> type:
     """`int | None` -> `int`."""
+    if typing.get_origin(hint) is tuple:
+        return hint
     types = [arg for arg in typing.get_args(hint) if arg is not type(None)] or [hint]
     return types[0]
 
@@ -63,6 +82,12 @@ def add_config_flags(
         if value_type is bool:
             options = {"dest": field.name, "default": None}
             options["action"] = argparse.BooleanOptionalAction
+        elif typing.get_origin(value_type) is tuple:
+            item_type = typing.get_args(value_type)[0]
+            if metadata.get("repeatable"):
+                options.update(action="append", type=item_type)
+            else:
+                options["type"] = comma_list(item_type)
         elif metadata.get("choices"):
             none = metadata.get("none")
             options["choices"] = [none if c is None else c for c in metadata["choices"]]
@@ -84,6 +109,8 @@ def _shown(value, field: dataclasses.Field) -> str:
         return field.metadata.get("none") or field.metadata.get("unset") or "none"
     if isinstance(value, bool):
         return "on" if value else "off"
+    if isinstance(value, tuple):
+        return ",".join(map(str, value)) or field.metadata.get("unset") or "none"
     return str(value)
 
 

@@ -1,4 +1,5 @@
-"""`tf-transformer translate RUN_DIR [SENTENCE ...]`: translate arguments or stdin lines."""
+"""`tf-transformer translate RUN_DIR [SENTENCE ...]`: translate arguments or stdin lines;
+`--file IN [--output OUT]`: a whole text, sentence by sentence, its layout kept."""
 
 from __future__ import annotations
 
@@ -24,7 +25,9 @@ def register(subparsers) -> None:
         help="Translate Portuguese sentences with a trained run.",
         description=(
             "Translates each SENTENCE, or each line of stdin when none is given, and prints one "
-            "translation per line (an empty line for an empty input line)."
+            "translation per line (an empty line for an empty input line). With --file, "
+            "translates a text: each line is split into sentences, which are translated in "
+            "batches and put back, keeping line breaks, blank lines and spacing."
         ),
     )
     parser.add_argument(
@@ -32,7 +35,8 @@ def register(subparsers) -> None:
         metavar="RUN_DIR",
         nargs="?",
         default=None,
-        help="The trained run directory (omitted with --server: every argument is a sentence).",
+        help="The trained run directory, an exported SavedModel or a LiteRT export (omitted "
+        "with --server: every argument is a sentence).",
     )
     parser.add_argument("sentences", metavar="SENTENCE", nargs="*", help="Portuguese text.")
     add_decoding_arguments(
@@ -40,6 +44,18 @@ def register(subparsers) -> None:
         "A run directory decodes with these; a SavedModel or --server decodes as it was "
         "exported: it takes --beam-size 1 (its greedy signature) or its export's settings, and "
         "refuses others.",
+    )
+    parser.add_argument(
+        "--file",
+        metavar="IN",
+        default=None,
+        help="Translate this UTF-8 text file (paragraphs: split into sentences, layout kept).",
+    )
+    parser.add_argument(
+        "--output",
+        metavar="OUT",
+        default=None,
+        help="With --file: write the translation here (atomically) instead of stdout.",
     )
     parser.add_argument(
         "--batch-size", type=positive_int, default=32, help="Sentences per batch (default: 32)."
@@ -90,9 +106,38 @@ def read_sentences(args: argparse.Namespace) -> list[str]:
     return sentences
 
 
+def read_document(args: argparse.Namespace) -> str:
+    """The text of --file (checked before the model loads)."""
+    if args.sentences:
+        raise ValueError("--file translates a file: give no SENTENCE arguments with it.")
+    path = Path(args.file)
+    if not path.is_file():
+        raise FileNotFoundError(f"--file {path}: no such file.")
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"--file {path} is not UTF-8 text: {error}.") from None
+
+
+def write_document(args: argparse.Namespace, translator) -> None:
+    """Translates --file's text and writes it to --output or stdout."""
+    translation = translator.translate_document(args.document, batch_size=args.batch_size)
+    if args.output is None:
+        sys.stdout.write(translation)
+        sys.stdout.flush()
+        return
+    from tf_transformer.atomic_files import write_text
+
+    write_text(args.output, translation)
+    print(f"Wrote {args.output}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     from tf_transformer.inference.load import open_translator, saved_model_version
 
+    if args.output is not None and args.file is None:
+        raise ValueError("--output goes with --file (the text to translate).")
+    args.document = None if args.file is None else read_document(args)
     if args.server:
         return translate_with_server(args)
     if args.run_dir is None:
@@ -106,6 +151,9 @@ def run(args: argparse.Namespace) -> int:
         )
     if translator.checkpoint is not None:  # a run directory: say which of its checkpoints
         print("{} checkpoint: {}".format(*translator.checkpoint), file=sys.stderr, flush=True)
+    if args.document is not None:
+        write_document(args, translator)
+        return 0
     sentences = read_sentences(args)
     for start in range(0, len(sentences), args.batch_size):
         for text in translator.translate(sentences[start : start + args.batch_size]):
@@ -142,8 +190,11 @@ def translate_with_server(args: argparse.Namespace) -> int:
         model_name=args.model_name,
         batch_size=args.batch_size,
     )
-    sentences = read_sentences(args)
     try:
+        if args.document is not None:
+            write_document(args, client)
+            return 0
+        sentences = read_sentences(args)
         for start in range(0, len(sentences), args.batch_size):
             for text in client.translate(sentences[start : start + args.batch_size]):
                 sys.stdout.write(text + "\n")

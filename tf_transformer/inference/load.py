@@ -1,7 +1,7 @@
 """One front door for translating: `open_translator(source)`.
 
-The source is a run directory, an exported SavedModel (a version directory or a model base
-path) or a TF Serving server (REST `http://host:8501` or gRPC `grpc://host:8500`); each opens
+The source is a run directory, an exported SavedModel or LiteRT export (a version directory or
+a model base path) or a TF Serving server (REST `http://host:8501` or gRPC `grpc://host:8500`); each opens
 with the same `.translate(sentences)` and `.attention(sentence)`. Decoding settings are `DecodeConfig` fields;
 a backend that cannot honour one (a SavedModel decodes as it was exported) raises a
 `ValueError` that says what to do, instead of ignoring it.
@@ -33,6 +33,9 @@ class TextTranslator(Protocol):
     def attention(self, sentence: str) -> Attention:
         """The last decoder layer's cross-attention heads for one sentence."""
 
+    def translate_document(self, text: str, *, batch_size: int = 32) -> str:
+        """A paragraph or file: its sentences translated, lines and spacing kept."""
+
 
 def saved_model_version(path: str | Path) -> Path | None:
     """The SavedModel directory at `path`: itself, or its highest numbered version (TF Serving's
@@ -48,7 +51,22 @@ def _texts(tensor) -> list[str]:
     return [text.decode("utf-8") for text in tensor.numpy()]
 
 
-class RunTranslator:
+class _Documents:
+    """`translate_document` on top of `translate` (see `tf_transformer.text.document`)."""
+
+    source_lang = "pt"  # the language the sentence splitter reads
+
+    def translate_document(self, text: str, *, batch_size: int = 32) -> str:
+        """Splits `text` into sentences (line by line), translates them `batch_size` at a time
+        and puts the translations back: line breaks, blank lines and spacing are kept."""
+        from tf_transformer.text.document import translate_document
+
+        return translate_document(
+            text, self.translate, language=self.source_lang, batch_size=batch_size
+        )
+
+
+class RunTranslator(_Documents):
     """A run directory's checkpoint behind the `Translator`: every decoding setting applies."""
 
     def __init__(self, path: Path, config: DecodeConfig, checkpoint: str | None, jit_compile):
@@ -57,6 +75,8 @@ class RunTranslator:
 
         run = RunDir(path)
         run.read_config()  # a clear error before TensorFlow loads anything
+        data = run.data_config()
+        self.source_lang = data.source_lang if data is not None else "pt"
         tokenizers = run.load_tokenizers()
         self.checkpoint = run.checkpoint(checkpoint)
         self.checkpoint_name, self.checkpoint_path = self.checkpoint
@@ -79,7 +99,7 @@ class RunTranslator:
         return result["attention"], result["src_tokens"], result["tgt_tokens"]
 
 
-class _Exported:
+class _Exported(_Documents):
     """What SavedModel and server backends share: the decoding was fixed at export."""
 
     checkpoint = None  # one set of weights
@@ -175,15 +195,16 @@ def open_translator(
     batch_size: int = 32,
     **deprecated,
 ) -> TextTranslator:
-    """Opens a translator on a run directory, a SavedModel or a TF Serving URL.
+    """Opens a translator on a run directory, a SavedModel, a LiteRT export or a TF Serving URL.
 
     Args:
-      source: a run directory, a SavedModel (version directory or base path: its highest
-        version), or a TF Serving address: `http(s)://` (REST) or `grpc://host:port`.
+      source: a run directory, a SavedModel or a LiteRT export (version directory or base path:
+        its highest version), or a TF Serving address: `http(s)://` (REST) or `grpc://host:port`.
       config: the decoding (`DecodeConfig`); fields left at None take the backend's own:
-        `DecodeConfig`'s defaults for a run directory, the export's for a SavedModel or a
-        server. A SavedModel or server takes `beam_size=1` (its `greedy` signature) or its
-        export's beam size, and nothing else that differs from its export.
+        `DecodeConfig`'s defaults for a run directory, the export's for a SavedModel, a LiteRT
+        export or a server. A SavedModel or server takes `beam_size=1` (its `greedy` signature)
+        or its export's beam size, and nothing else that differs from its export; a LiteRT export
+        takes every setting, its caps at most the export's.
       checkpoint: run directories only: best|averaged|latest|PREFIX (`RunDir.checkpoint`).
       jit_compile: XLA decoding: a run directory compiles per input shape; a SavedModel must
         have been exported with `--jit-compile`.
@@ -193,8 +214,8 @@ def open_translator(
         the old spellings of `config`'s fields (each says once that it is deprecated).
 
     Returns:
-      An object with `.translate(list[str]) -> list[str]`, `.attention(str)` and
-      `.description` (one line saying what runs).
+      An object with `.translate(list[str]) -> list[str]`, `.translate_document(str) -> str`
+      (paragraphs and files), `.attention(str)` and `.description` (one line saying what runs).
 
     Raises:
       ValueError: a setting the backend cannot honour, or a bad value.
@@ -207,6 +228,16 @@ def open_translator(
             raise ValueError("--checkpoint is for run directories; a server has one model.")
         return ServerTranslator(text, model_name, config, batch_size)
     path = Path(source)
+    from tf_transformer.inference.litert_runtime import LiteRTTranslator, litert_version
+
+    litert_dir = litert_version(path)
+    if litert_dir is not None:
+        if checkpoint is not None or jit_compile:
+            raise ValueError(
+                f"{litert_dir} is a LiteRT export with one set of weights: --checkpoint and "
+                "--jit-compile are for run directories."
+            )
+        return LiteRTTranslator(litert_dir, config)
     version_dir = saved_model_version(path)
     if version_dir is not None:
         if checkpoint is not None:

@@ -1,7 +1,7 @@
-"""The two key/value cache layouts of one-token decoding: how a position is stored, written, read.
+"""The key/value cache layouts of one-token decoding: how a position is stored, written, read.
 
 Each is a `cache_layout.CacheLayout`; `MultiHeadAttention.call(..., cache=...)` runs the same
-projections and `scaled_dot_product_attention` for both, with the layout's `kernels`.
+projections and `scaled_dot_product_attention` for each, with the layout's `kernels`.
 
 * `GraphLayout` (the fastest in graph mode): per-head caches, a position written as
   `rows * heads` scatter slices, attention as batched matmuls.
@@ -12,6 +12,8 @@ projections and `scaled_dot_product_attention` for both, with the layout's `kern
   (`arrange`, on the kernels once per call), so score sums run over a major axis with the heads
   as vector lanes; a length over 32 is viewed as two axes of at most 32 (`_length_dims`), else
   XLA:CPU's TreeReductionRewriter splits the reduction and the product stops fusing into the sum.
+* `layers.litert_layout.LiteRTLayout` (the LiteRT export's step): `GraphLayout`'s storage, a
+  position written with one dynamic update slice.
 """
 
 from __future__ import annotations

@@ -129,6 +129,7 @@ def build_tokenizers(
     lower_case_source: bool = False,
     shared_vocab: bool = False,
     truecase_target: bool = False,
+    progress: bool = False,
 ) -> Tokenizers:
     """Learns source and target WordPiece vocabularies from ``(source, target)`` pairs.
 
@@ -156,6 +157,7 @@ def build_tokenizers(
             written lower-case inside sentences (`tf_transformer.text.truecase`; learnt from
             the targets here, ignored with `lower_case`); translations get their first letter
             capitalised.
+        progress: progress bars (tqdm) while the words are counted and WordPiece learnt.
 
     Returns:
         The tokenizers, ready to use or to `Tokenizers.save`.
@@ -167,6 +169,7 @@ def build_tokenizers(
         reserved_tokens=reserved_tokens,
         batch_size=batch_size,
         learn_params=learn_params,
+        progress=progress,
     )
     lower = (lower_case or lower_case_source, lower_case)  # (source, target)
     first_words = None
@@ -180,9 +183,12 @@ def build_tokenizers(
         targets = targets.map(FirstWordTruecaser(first_words).lower_first_word)
     texts = [sources, targets.map(lambda target: normalize(target, lower[1]))]
     if shared_vocab:  # word counts of both languages, one vocabulary for both roles
-        vocabs = [learn(texts[0].concatenate(texts[1]))] * 2
+        vocabs = [learn(texts[0].concatenate(texts[1]), description="shared vocabulary")] * 2
     else:
-        vocabs = [learn(side) for side in texts]
+        vocabs = [
+            learn(side, description=f"{role} vocabulary ({lang})")
+            for side, role, lang in zip(texts, ("source", "target"), (source_lang, target_lang))
+        ]
     paths = {
         role: write_vocab(vocab, vocab_dir / f"{role}.{lang}.vocab")
         for role, lang, vocab in zip(("source", "target"), (source_lang, target_lang), vocabs)

@@ -23,11 +23,8 @@ from collections.abc import Iterable
 
 import tensorflow as tf
 
-# RE2 (in the graph): the marks before the first letter or digit, the first letter, the rest.
-_LEAD = r"^([^\pL\pN]*)(?s:.*)$"
-_FIRST_LETTER = r"^[^\pL\pN]*(\pL)?(?s:.*)$"
-_AFTER_FIRST_LETTER = r"^[^\pL\pN]*\pL?"
-_FIRST_WORD = r"^[^\pL\pN]*(\pL+)(?s:.*)$"
+from tf_transformer.text import rules
+
 # The same words in Python: runs of letters (no digits, no underscore).
 _WORDS = re.compile(r"[^\W\d_]+")
 
@@ -67,9 +64,9 @@ def learn_first_words(sentences: Iterable[str]) -> list[str]:
 def _split_first_letter(strings: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
     """(leading marks, the first letter or "" when a digit comes first, the rest)."""
     return (
-        tf.strings.regex_replace(strings, _LEAD, r"\1"),
-        tf.strings.regex_replace(strings, _FIRST_LETTER, r"\1"),
-        tf.strings.regex_replace(strings, _AFTER_FIRST_LETTER, ""),
+        tf.strings.regex_replace(strings, rules.LEAD, r"\1"),
+        tf.strings.regex_replace(strings, rules.FIRST_LETTER, r"\1"),
+        tf.strings.regex_replace(strings, rules.AFTER_FIRST_LETTER, ""),
     )
 
 
@@ -107,7 +104,7 @@ class FirstWordTruecaser(tf.Module):
         """`tf.string` of any shape → the same, each first word lowered when it is listed."""
         if self.table is None:
             return strings
-        listed = self.table.lookup(tf.strings.regex_replace(strings, _FIRST_WORD, r"\1"))
+        listed = self.table.lookup(tf.strings.regex_replace(strings, rules.FIRST_WORD, r"\1"))
         lead, letter, rest = _split_first_letter(strings)
         lowered = tf.strings.join([lead, tf.strings.lower(letter, encoding="utf-8"), rest])
         return tf.where(listed, lowered, strings)

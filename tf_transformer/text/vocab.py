@@ -1,12 +1,17 @@
 """WordPiece vocabularies: the text normalisation that learning and tokenizing share, learning
-a vocabulary with TF Text's ``bert_vocab_from_dataset``, and writing it."""
+a vocabulary with the steps of TF Text's ``bert_vocab_from_dataset`` (with a progress bar), and
+writing it."""
 
 from __future__ import annotations
 
+import concurrent.futures
+import functools
 from pathlib import Path
 
 import tensorflow as tf
-from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset as bert_vocab
+from tensorflow_text.python.ops import bert_tokenizer
+from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
+from tqdm.auto import tqdm
 
 from tf_transformer.text.special_tokens import RESERVED_TOKENS
 
@@ -33,8 +38,12 @@ def learn_vocab(
     batch_size: int = 1000,
     learn_params: dict | None = None,
     lower_case: bool = False,
+    progress: bool = False,
+    description: str = "vocabulary",
 ) -> list[str]:
-    """Learns a WordPiece vocabulary with ``bert_vocab_from_dataset``.
+    """Learns a WordPiece vocabulary as ``bert_vocab_from_dataset`` does: the words of `texts`
+    counted (TF Text's ``BasicTokenizer``, the tokenizer's word splitting), then WordPiece
+    learnt from the counts.
 
     Args:
         texts: a dataset of scalar strings.
@@ -46,6 +55,8 @@ def learn_vocab(
             word counts, binary-searching the frequency threshold that hits `vocab_size`).
         lower_case: lower-case the text first (as a tokenizer with ``lower_case=True`` does);
             else the vocabulary keeps case ("Tom" and "tom" are different tokens).
+        progress: a progress bar (tqdm) over the counted batches, then the learning step.
+        description: what the bar says it builds (e.g. "source vocabulary").
 
     Returns:
         The vocabulary, reserved tokens first.
@@ -53,14 +64,40 @@ def learn_vocab(
     batches = texts.batch(batch_size)
     if lower_case:
         batches = batches.map(normalize)
-    batches = batches.prefetch(tf.data.AUTOTUNE)
-    return bert_vocab.bert_vocab_from_dataset(
-        batches,
-        vocab_size=vocab_size,
-        reserved_tokens=list(reserved_tokens),
-        bert_tokenizer_params=BERT_TOKENIZER_PARAMS,
-        learn_params=learn_params or {},
-    )
+    words = batches.map(bert_tokenizer.BasicTokenizer(**BERT_TOKENIZER_PARAMS).tokenize)
+    total = int(words.cardinality())
+    with tqdm(
+        total=total + 1 if total >= 0 else None,
+        desc=f"{description}: counting words",
+        unit="batch",
+        disable=not progress,
+    ) as bar:
+
+        def counted():
+            for batch in words.prefetch(tf.data.AUTOTUNE):
+                yield batch
+                bar.update()
+
+        counts = learner.count_words(counted())
+        bar.set_description(f"{description}: learning WordPiece from {len(counts):,} words")
+        learn = functools.partial(
+            learner.learn, counts, vocab_size, list(reserved_tokens), **(learn_params or {})
+        )
+        vocab = _refreshing(bar, learn) if progress else learn()
+        bar.update()
+    return vocab
+
+
+def _refreshing(bar, work):
+    """Runs `work()` in a thread, redrawing `bar` every second so its clock shows it is alive
+    (WordPiece learning is one call of minutes on ~80k pairs); returns what `work` returns."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        future = pool.submit(work)
+        while True:
+            try:
+                return future.result(timeout=1.0)
+            except concurrent.futures.TimeoutError:
+                bar.refresh()
 
 
 def write_vocab(vocab: list[str], path: str | Path) -> Path:

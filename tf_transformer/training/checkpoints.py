@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from tf_transformer.atomic_files import WriteError, reason, write_errors
+from tf_transformer.atomic_files import WriteError, is_write_error, out_of_space, reason
 from tf_transformer.checkpoint_files import (
     TornCheckpointError,
     checkpoint_candidates,
@@ -83,11 +83,50 @@ class CheckpointManager(tf.train.CheckpointManager):
       checkpoints (`restore_newest`, `RunDir.checkpoint`), so the one before it is used.
     - A failed save removes what it left (`PREFIX_temp/`, a new `PREFIX`'s files) and raises
       `WriteError`.
+    - With `keep_unproven`, the newest checkpoint is "unproven" until `prove` (a training step's
+      loss on its weights was finite), and one more than `max_to_keep` is kept until then, so
+      `discard_unproven` (its weights gave a NaN loss) leaves the one before it the latest.
     """
 
-    def __init__(self, checkpoint, directory, max_to_keep, **kwargs):
+    def __init__(self, checkpoint, directory, max_to_keep, *, keep_unproven=False, **kwargs):
         super().__init__(checkpoint, directory, max_to_keep, **kwargs)
         self.prefix = os.path.join(directory, kwargs.get("checkpoint_name", "ckpt"))
+        self.keep_unproven = keep_unproven
+        # The newest checkpoint whose weights have not yet given a finite loss (one restored
+        # by a resumed run has not either).
+        self.unproven = self.latest_checkpoint if keep_unproven else None
+
+    def _sweep(self):
+        extra = 1 if self._max_to_keep and self.unproven else 0
+        self._max_to_keep += extra
+        try:
+            super()._sweep()
+        finally:
+            self._max_to_keep -= extra
+
+    def prove(self) -> None:
+        """The newest checkpoint's weights gave a finite loss: the one kept before it may go."""
+        if self.unproven:
+            self.unproven = None
+            self._sweep()
+            self._record_state()
+
+    def discard_unproven(self) -> str | None:
+        """Removes the newest checkpoint when it is unproven (its weights gave a non-finite
+        loss), so that the state file names the one before it; returns the removed prefix."""
+        bad, self.unproven = self.unproven, None
+        if bad is None or bad not in self._maybe_delete:
+            return None
+        del self._maybe_delete[bad]
+        remaining = list(self._maybe_delete)
+        self._latest_checkpoint = remaining[-1] if remaining else None
+        if remaining:
+            self._record_state()
+        else:
+            Path(self.directory, "checkpoint").unlink(missing_ok=True)
+        for path in Path(bad).parent.glob(Path(bad).name + ".*"):
+            path.unlink(missing_ok=True)
+        return bad
 
     def save(self, checkpoint_number=None, check_interval=True, options=None):
         options = copy.copy(options) if options else tf.train.CheckpointOptions()
@@ -99,25 +138,35 @@ class CheckpointManager(tf.train.CheckpointManager):
         else:
             number = int(np.asarray(checkpoint_number))
         prefix = f"{self.prefix}-{number}"
-        previous = self.latest_checkpoint
+        previous, unproven = self.latest_checkpoint, self.unproven
+        if self.keep_unproven:
+            self.unproven = prefix
         try:
             return super().save(checkpoint_number, check_interval, options)
-        except write_errors() as error:
+        except Exception as error:  # narrowed to write errors below; anything else is a bug
+            if not is_write_error(error):
+                raise
+            self.unproven = unproven
             shutil.rmtree(prefix + "_temp", ignore_errors=True)
             if prefix not in self.checkpoints:  # files of a checkpoint no state file names
                 for path in Path(prefix).parent.glob(Path(prefix).name + ".*"):
                     path.unlink(missing_ok=True)
             kept = f"the latest is still {previous}" if previous else "none was written"
+            then = (
+                "Free some disk space, then continue with --resume."
+                if out_of_space(error)
+                else "Continue with --resume once it can be written."
+            )
             raise WriteError(
-                f"cannot write the checkpoint {prefix}: {reason(error)}; {kept}. Free some "
-                "disk space, then continue with --resume."
+                f"cannot write the checkpoint {prefix}: {reason(error)}; {kept}. {then}"
             ) from error
 
 
 def save_model_checkpoint(model: tf.keras.Model, folder: str | Path, number: int) -> str:
-    """Writes `model_checkpoint(model)` as the one checkpoint of `folder` (best/, averaged/),
-    numbered `number`; the previous one is removed only once this one is whole."""
-    manager = CheckpointManager(model_checkpoint(model), str(folder), max_to_keep=1)
+    """Writes `model_checkpoint(model)` as the newest checkpoint of `folder` (best/, averaged/),
+    numbered `number`. The one before stays until the next save, so a reader (`translate`
+    beside `train`) that found it just before this save can still read it."""
+    manager = CheckpointManager(model_checkpoint(model), str(folder), max_to_keep=2)
     return manager.save(checkpoint_number=number)
 
 
@@ -152,12 +201,16 @@ def make_checkpoint_manager(
 ) -> tf.train.CheckpointManager:
     """A `CheckpointManager` over model, optimizer and `state` in `directory`.
 
-    A save that fails or is killed leaves the previous checkpoint the latest one (see
-    `CheckpointManager`).
+    A save that fails or is killed leaves the previous checkpoint the latest one; the newest is
+    kept beside `max_to_keep` older ones until a step proves it (see `CheckpointManager`).
     """
     checkpoint = model_checkpoint(model, optimizer=optimizer, state=state)
     return CheckpointManager(
-        checkpoint, str(directory), max_to_keep=max_to_keep, step_counter=state.step
+        checkpoint,
+        str(directory),
+        max_to_keep=max_to_keep,
+        step_counter=state.step,
+        keep_unproven=True,
     )
 
 

@@ -171,7 +171,8 @@ def train(
       A `TrainResult`.
 
     Raises:
-      NonFiniteLossError: the loss became NaN/inf (the last good checkpoint is kept).
+      NonFiniteLossError: the loss became NaN/inf; the checkpoint whose weights gave it is
+        removed, so the latest checkpoint is one that gave a finite loss.
       WorkerLostError: another worker of a multi-worker job stopped.
       ValueError: `run_dir` holds checkpoints of a different model configuration.
     """

@@ -7,6 +7,11 @@ with the inference `Translator` (beam size 1, batched), scores it with
 the scores and a few sample translations to the default `tf.summary` writer (the loop's
 `logs/validation`), and hands the scores to `BestCheckpoint`, which keeps the weights of the best
 evaluation in `checkpoints/best/` and counts the evaluations since (`patience`).
+
+A run may validate on several named dev sets (`DataConfig.dev_set`): each is scored at every
+evaluation and written as `bleu/NAME` and `chrf/NAME`; the first one's scores are the headline
+(`bleu`, `chrf`) and alone pick the best checkpoint and count the patience, so "best" keeps one
+meaning; best.json records every set's scores of the best evaluation under `"dev_sets"`.
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ class Evaluation:
     best_bleu: float
     since_best: int = 0
     stop: bool = False
+    others: dict = dataclasses.field(default_factory=dict)
 
     def line(self) -> str:
         """`eval 12.3 s at step 500: BLEU 21.4 chrF 45.1 (best so far)`."""
@@ -63,9 +69,10 @@ class Evaluation:
             best = f"best {self.best_bleu:.1f} at step {self.best_step}"
         if self.stop:
             best += f"; stopping: no better BLEU in {self.since_best} evaluations"
+        others = "".join(f"; {name} BLEU {bleu:.1f}" for name, bleu in self.others.items())
         return (
             f"eval {self.seconds:.1f} s at step {self.step}: BLEU {self.bleu:.1f} "
-            f"chrF {self.chrf:.1f} ({best})"
+            f"chrF {self.chrf:.1f}{others} ({best})"
         )
 
     def to_dict(self) -> dict:
@@ -97,7 +104,13 @@ class BestCheckpoint:
         return (scores.bleu, scores.chrf) > (self.record["bleu"], self.record["chrf"])
 
     def update(
-        self, model: tf.keras.Model, step: int, scores: Scores, *, source: str | None = None
+        self,
+        model: tf.keras.Model,
+        step: int,
+        scores: Scores,
+        *,
+        source: str | None = None,
+        dev_sets: dict[str, Scores] | None = None,
     ) -> dict:
         """Records the evaluation of `model` at `step`; saves its weights if it is the best.
 
@@ -105,6 +118,9 @@ class BestCheckpoint:
           source: what the weights are when not the training weights at `step` (e.g. "averaged
             last 5"); recorded as `"source"`. Such an evaluation does not count towards the
             patience.
+          dev_sets: with several dev sets, every set's scores (the first is `scores`), recorded
+            as `"dev_sets": {name: {"bleu", "bleu_lc", "chrf", "num_sentences"}}` and
+            `"picked_by"` (the first name).
 
         Returns:
           The record: `{"step", "bleu", "bleu_lc", "chrf", "num_sentences", "checkpoint",
@@ -123,6 +139,17 @@ class BestCheckpoint:
             }
             if source is not None:
                 self.record["source"] = source
+            if dev_sets:
+                self.record["picked_by"] = next(iter(dev_sets))
+                self.record["dev_sets"] = {
+                    name: {
+                        "bleu": each.bleu,
+                        "bleu_lc": each.bleu_lc,
+                        "chrf": each.chrf,
+                        "num_sentences": each.num_sentences,
+                    }
+                    for name, each in dev_sets.items()
+                }
         elif source is None:
             self.record["evaluations_since"] += 1
         self._write_record()
@@ -153,6 +180,9 @@ class Validator:
       max_tokens: most source tokens kept and tokens generated (bounded by the model's table).
       batch_size: sentences per decoding batch.
       num_samples: sample translations written per evaluation.
+      others: further named dev sets, `{name: pairs}`, scored at each evaluation beside
+        `pairs` (named `name`), which alone picks the best checkpoint.
+      name: the name of `pairs` when there are `others`.
 
     Example:
       >>> validator = Validator(pairs[:300], tokenizers, best=BestCheckpoint(run))
@@ -170,9 +200,13 @@ class Validator:
         max_tokens: int = 128,
         batch_size: int = 64,
         num_samples: int = NUM_SAMPLES,
+        others: dict[str, Sequence[tuple[str, str]]] | None = None,
+        name: str = "dev",
     ):
-        if not pairs:
+        if not pairs or not all(others.values() if others else [True]):
             raise ValueError("No validation pairs to evaluate on.")
+        self.others = {key: list(value) for key, value in (others or {}).items()}
+        self.name = name
         self.pairs = list(pairs)
         self.tokenizers = tokenizers
         self.best = best
@@ -183,19 +217,31 @@ class Validator:
 
     @classmethod
     def for_run(
-        cls, run: RunDir, pairs: tf.data.Dataset, tokenizers, train_config: TrainConfig
+        cls,
+        run: RunDir,
+        pairs: tf.data.Dataset | dict[str, tf.data.Dataset],
+        tokenizers,
+        train_config: TrainConfig,
     ) -> Validator:
-        """The validator of a training run: the first `eval_sentences` of `pairs`, the best
+        """The validator of a training run: the first `eval_sentences` of `pairs` (of each dev
+        set, when `pairs` is `{name: pairs}`; the first picks the best checkpoint), the best
         checkpoint in `run` with `train_config.patience`, decoding capped at `max_tokens`."""
-        subset = [
-            (source.decode("utf-8"), target.decode("utf-8"))
-            for source, target in pairs.take(train_config.eval_sentences).as_numpy_iterator()
-        ]
+        sets = pairs if isinstance(pairs, dict) else {"dev": pairs}
+        subsets = {
+            name: [
+                (source.decode("utf-8"), target.decode("utf-8"))
+                for source, target in each.take(train_config.eval_sentences).as_numpy_iterator()
+            ]
+            for name, each in sets.items()
+        }
+        name, *others = subsets
         return cls(
-            subset,
+            subsets[name],
             tokenizers,
             best=BestCheckpoint(run, patience=train_config.patience),
             max_tokens=train_config.max_tokens,
+            others={other: subsets[other] for other in others},
+            name=name,
         )
 
     def translator(self, model: tf.keras.Model) -> Translator:
@@ -230,7 +276,8 @@ class Validator:
             return None
         started = time.perf_counter()
         scores, _ = self.score(model)
-        record = self.best.update(model, step, scores, source=source)
+        by_set = self.by_set(model, scores)
+        record = self.best.update(model, step, scores, source=source, dev_sets=by_set)
         tag = source.split()[0]
         write_scalar(f"bleu_{tag}", scores.bleu, step)
         write_scalar(f"chrf_{tag}", scores.chrf, step)
@@ -245,13 +292,33 @@ class Validator:
             since_best=record["evaluations_since"],
         )
 
+    def by_set(self, model: tf.keras.Model, scores: Scores) -> dict[str, Scores] | None:
+        """With `others`: every dev set's scores by name, the first set's being `scores`
+        (already computed); each other set translated with `model`. None without `others`."""
+        if not self.others:
+            return None
+        translate = self.translator(model).translate_batch
+        return {
+            self.name: scores,
+            **{
+                name: evaluate(translate, pairs, batch_size=self.batch_size, progress=False)[0]
+                for name, pairs in self.others.items()
+            },
+        }
+
     def __call__(self, model: tf.keras.Model, step: int) -> Evaluation:
         started = time.perf_counter()
         scores, hypotheses = self.score(model)
-        record = None if self.best is None else self.best.update(model, step, scores)
+        by_set = self.by_set(model, scores)
+        record = (
+            None if self.best is None else self.best.update(model, step, scores, dev_sets=by_set)
+        )
         seconds = time.perf_counter() - started
         for name in ("bleu", "bleu_lc", "chrf"):
             write_scalar(name, getattr(scores, name), step)
+        for set_name, each in (by_set or {}).items():
+            write_scalar(f"bleu/{set_name}", each.bleu, step)
+            write_scalar(f"chrf/{set_name}", each.chrf, step)
         write_scalar("eval_seconds", seconds, step)
         samples = [
             [source, reference, hypothesis]
@@ -269,4 +336,5 @@ class Validator:
             best_bleu=scores.bleu if record is None else record["bleu"],
             since_best=0 if record is None else record["evaluations_since"],
             stop=self.best is not None and self.best.out_of_patience(),
+            others={name: each.bleu for name, each in (by_set or {}).items() if name != self.name},
         )

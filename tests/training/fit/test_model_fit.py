@@ -62,20 +62,34 @@ def test_fit_trains_and_saves_a_loadable_keras_model(tmp_path):
 
 
 @pytest.mark.parametrize("trainer", ["loop", "fit"])
-def test_a_non_finite_loss_stops_at_its_step_and_keeps_the_last_good_checkpoint(tmp_path, trainer):
-    # A real blow-up: an absurd learning rate sends the weights to inf within a few steps.
-    config = TRAIN.replace(max_steps=50, lr_scale=1e30, warmup_steps=1, checkpoint_every=1)
+def test_a_non_finite_loss_rolls_back_to_weights_that_gave_a_finite_loss(tmp_path, trainer):
+    # A real blow-up: an absurd learning rate makes the loss NaN at step 3, computed with the
+    # weights of step 2 (a step's loss comes before its update), the first epoch's end, where
+    # fit's backup was written. Keeping one checkpoint, the one before is kept until proven.
+    config = TRAIN.replace(
+        max_steps=50, lr_scale=1e6, warmup_steps=1, checkpoint_every=1, keep_checkpoints=1
+    )
     run_dir = tmp_path / "run"
+
+    def two_batches(epoch):
+        return copy_task(epoch, num_examples=128)
+
     with pytest.raises(NonFiniteLossError, match="stopped without saving") as error:
         if trainer == "loop":
-            train(run_dir, MODEL, config, copy_task, progress=False)
+            train(run_dir, MODEL, config, two_batches, progress=False)
         else:
-            fit(run_dir, MODEL, config, copy_task, verbose=0)
+            fit(run_dir, MODEL, config, two_batches, verbose=0)
     (line,) = str(error.value).splitlines()
     step = int(line.split(" at step ")[1].split()[0])
     run = RunDir(run_dir)
-    latest = run.latest_checkpoint()
-    # Every step before it was saved (checkpoint_every 1), and nothing of that step.
-    assert step > 1 and latest.endswith(f"ckpt-{step - 1}") and latest in line
+    bad, good = (f"{run.checkpoints_path}/ckpt-{n}" for n in (step - 1, step - 2))
+    assert step == 3 and run.latest_checkpoint() == good
+    assert f"{bad}, whose weights gave it, was removed; the latest checkpoint is now {good}" in line
+    assert not list(run.checkpoints_path.glob(f"ckpt-{step - 1}.*"))
     assert not list(run.checkpoints_path.glob(f"ckpt-{step}.*"))
-    assert all(np.isfinite(w).all() for w in _weights(run.load_model(latest)))
+    assert not fit_paths(run)["backup"].exists()  # fit's backup is not resumed from either
+    # The kept weights give a finite loss on the batch whose loss was NaN.
+    batch = next(iter(two_batches(1 if trainer == "loop" else 0)))  # fit repeats epoch 0's
+    model = run.load_model(good)
+    sums = TrainStep(model, make_optimizer(MODEL.d_model, config)).eval_step(batch)
+    assert np.isfinite(float(sums["loss_sum"] / sums["tokens"]))

@@ -20,9 +20,10 @@ from tf_transformer.config import ModelConfig, TrainConfig
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training.checkpoints import restore_newest
 from tf_transformer.training.distribute import Workers, distribute_batches, num_workers
-from tf_transformer.training.fit.backup import BackupAndRestore
+from tf_transformer.training.fit.backup import BackupAndRestore, ModelCheckpoint
 from tf_transformer.training.fit.optimizer import fit_optimizer
 from tf_transformer.training.policies.progress import FitProgress, Progress
+from tf_transformer.training.policies.standard import NonFiniteLossError
 from tf_transformer.training.policies.validate_every import Validate
 from tf_transformer.training.result import TrainResult
 from tf_transformer.training.session import Session
@@ -84,7 +85,7 @@ def make_callbacks(
     them, see `training.policies`).
 
     - `tf.keras.callbacks.TensorBoard` scalars under `logs/fit` (`train/`, `validation/`);
-    - `ModelCheckpoint` of the whole model (optimizer and schedule included) to
+    - `ModelCheckpoint` (written whole or not at all, see `fit_backup`) of the whole model (optimizer and schedule included) to
       `fit/model.keras`, the best by `val_loss` when there is validation data;
     - `BackupAndRestore` in `fit/backup`, so an interrupted `fit` resumes at its epoch; when
       the backup is torn, `restore()` restores the checkpoint to resume from instead (see
@@ -95,7 +96,7 @@ def make_callbacks(
     paths["model"].parent.mkdir(parents=True, exist_ok=True)
     callbacks = [
         tf.keras.callbacks.TensorBoard(log_dir=str(paths["logs"])),
-        tf.keras.callbacks.ModelCheckpoint(
+        ModelCheckpoint(
             str(paths["model"]),
             monitor="val_loss" if validation else "loss",
             save_best_only=validation,
@@ -166,7 +167,8 @@ def fit(
       A `TrainResult`; its `history` holds `fit`'s per-epoch logs.
 
     Raises:
-      NonFiniteLossError: the loss became NaN/inf (the last good checkpoint is kept).
+      NonFiniteLossError: the loss became NaN/inf; the checkpoint whose weights gave it and the
+        backup are removed, so the latest checkpoint is one that gave a finite loss.
       WorkerLostError: another worker of a multi-worker job stopped.
     """
     session = Session.open(RunDir.of(run_dir), model_config, train_config, data, strategy, workers)
@@ -244,6 +246,11 @@ def fit(
                     callbacks=callbacks,
                     verbose=verbose,
                 )
+    except NonFiniteLossError:
+        # The backup holds the last epoch end's weights, which may be the ones that gave the
+        # loss; --resume goes to the newest checkpoint that gave a finite one instead.
+        shutil.rmtree(fit_paths(writes)["backup"], ignore_errors=True)
+        raise
     finally:
         if not chief:
             shutil.rmtree(writes.root, ignore_errors=True)

@@ -172,7 +172,14 @@ class Checkpoints(Policy):
 
 class NonFiniteLoss(Policy):
     """Stops the run at the first step whose loss is NaN or infinite, by raising
-    `NonFiniteLossError`, before any policy saves that step.
+    `NonFiniteLossError`, before any policy saves that step; the run goes back to weights that
+    gave a finite loss.
+
+    A step's loss is computed before its update, with the weights of the step before: a
+    checkpoint saved at step N-1 holds the weights that gave step N's loss. So each finite loss
+    proves the newest checkpoint (`CheckpointManager.prove`), and a non-finite one removes it
+    when unproven (`discard_unproven`): the state file then names the newest checkpoint whose
+    weights gave a finite loss, which the error names.
 
     It raises rather than setting `stop_training` (as Keras' `TerminateOnNaN` does): a stopped
     run still ends its epoch and saves, which would write the broken weights over the last good
@@ -180,7 +187,7 @@ class NonFiniteLoss(Policy):
 
     Args:
       progress: the run's progress.
-      checkpoints: names the last good checkpoint in the error.
+      checkpoints: the run's checkpoints (proved, rolled back, named in the error).
     """
 
     def __init__(self, *, progress: Progress, checkpoints: Checkpoints):
@@ -188,12 +195,25 @@ class NonFiniteLoss(Policy):
         self.checkpoints = checkpoints
 
     def on_train_batch_end(self, batch, logs=None):
-        loss = np.asarray((logs or {}).get("loss", 0.0), dtype=np.float64)
+        if "loss" not in (logs or {}):
+            raise KeyError(f"the logs of step {self.progress.step} hold no 'loss': {logs}")
+        loss = np.asarray(logs["loss"], dtype=np.float64)
+        manager = self.checkpoints.manager
         if np.all(np.isfinite(loss)):
+            if hasattr(manager, "prove"):
+                manager.prove()
             return
-        last = self.checkpoints.last or "none yet"
+        removed = manager.discard_unproven() if hasattr(manager, "discard_unproven") else None
+        good = self.checkpoints.last = manager.latest_checkpoint
+        said = f"{removed}, whose weights gave it, was removed; " if removed else ""
+        if good:
+            kept = f"the latest checkpoint is now {good}, whose weights gave a finite loss"
+            then = "then continue with --resume"
+        else:
+            kept = "no checkpoint is left that gave a finite loss"
+            then = "then start over with --overwrite"
         raise NonFiniteLossError(
             f"the loss became {float(loss.ravel()[0])} at step {self.progress.step} (epoch "
-            f"{self.progress.epoch + 1}); stopped without saving. The last good checkpoint is "
-            f"{last}. Lower the learning rate (--warmup-steps) or train in float32."
+            f"{self.progress.epoch + 1}); stopped without saving. {said}{kept}. Lower the "
+            f"learning rate (--warmup-steps) or train in float32, {then}."
         )

@@ -15,10 +15,13 @@ from pathlib import Path
 import tensorflow as tf
 
 from tf_transformer.config import DataConfig, ModelConfig, TrainConfig
+from tf_transformer.data.dev_sets import load_dev_sets
+from tf_transformer.data.mix import Mix
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training.distribute import Workers, get_strategy
 from tf_transformer.training.loop import TrainResult, train
 from tf_transformer.training.start.inputs import (
+    MixLog,
     check_shared_embeddings,
     epoch_batches,
     prepare_tokenizers,
@@ -65,7 +68,7 @@ def run(
       train_changes: `TrainConfig` fields to change (e.g. the limits of a resumed run); a
         `max_steps` without `epochs` lifts the epoch limit (`training.start.resume`).
       train_pairs, validation_pairs: `(source, target)` string pairs to use instead of loading
-        `data`'s splits (e.g. a subset, or several corpora joined); `data` still names the
+        `data`'s training corpora and dev sets (e.g. a subset); `data` still names the
         languages and is recorded.
       strategy: a `tf.distribute` strategy (default: `train_config.strategy`).
       progress: progress bars.
@@ -142,14 +145,26 @@ def _train_run(
     holding the lock."""
     chief = workers.chief
     had_tokenizers = run.tokenizers_path.is_dir() and not overwrite
+    # Every corpus and dev set is read (and checked) before anything is built or deleted.
+    mix = None
     if train_pairs is None:
-        train_pairs = data.load("train")
-    if validation_pairs is None:
-        validation_pairs = data.load("validation")
+        if data.is_mix:
+            mix = Mix.load(data)
+            data = data.replace(dataset_weights=tuple(round(w, 6) for w in mix.weights))
+        else:
+            train_pairs = data.load("train")
+    dev_sets = {"dev": validation_pairs} if validation_pairs is not None else load_dev_sets(data)
+    validation_pairs = next(iter(dev_sets.values()))
     if overwrite and run.root.exists() and chief:
         clear_run_dir(run.root)  # under the run's lock, which stays
     tokenizers = prepare_tokenizers(
-        run, train_pairs, data, train_config, reuse=chief or had_tokenizers, save=chief
+        run,
+        train_pairs if mix is None else mix.pairs(train_config.seed),  # built over the mix
+        data,
+        train_config,
+        reuse=chief or had_tokenizers,
+        save=chief,
+        progress=progress and chief,
     )
     if not stored.get("model"):
         model_config = (model_config or ModelConfig()).replace(
@@ -161,13 +176,18 @@ def _train_run(
         "data": data.recorded().to_dict(),
         "workers": workers,
     }
-    batches = epoch_batches(train_pairs, tokenizers, train_config)
+    batches = epoch_batches(
+        train_pairs if mix is None else mix,
+        tokenizers,
+        train_config,
+        on_mix=MixLog(run, mix, verbose=progress) if mix is not None and chief else None,
+    )
     val_batches = validation_batches(validation_pairs, tokenizers, train_config)
     validate = None
     if train_config.eval_every:
         from tf_transformer.training.validation import Validator
 
-        validate = Validator.for_run(run, validation_pairs, tokenizers, train_config)
+        validate = Validator.for_run(run, dev_sets, tokenizers, train_config)
     if fit:
         from tf_transformer.training.fit.model_fit import fit as fit_model
 

@@ -1,5 +1,6 @@
 """What `run` prepares before training: the run's tokenizers, its training batches (one order per
-epoch) and validation batches, and the check that shared embeddings have one vocabulary."""
+epoch, a mix of corpora drawn anew each epoch and logged by `MixLog`) and validation batches,
+and the check that shared embeddings have one vocabulary."""
 
 from __future__ import annotations
 
@@ -9,11 +10,18 @@ import tensorflow as tf
 
 from tf_transformer.config import DataConfig, ModelConfig, TrainConfig
 from tf_transformer.data.concatenation import add_concatenations
+from tf_transformer.data.mix import Mix
 from tf_transformer.data.pipeline import make_batches
 from tf_transformer.run_dir import RunDir
 
 
-def epoch_batches(pairs: tf.data.Dataset, tokenizers, train_config: TrainConfig) -> Callable:
+def epoch_batches(
+    pairs: tf.data.Dataset | Mix,
+    tokenizers,
+    train_config: TrainConfig,
+    *,
+    on_mix: Callable[[int, dict[str, int]], None] | None = None,
+) -> Callable:
     """The training batches: a function `epoch -> batches`, shuffled with `seed + epoch`.
 
     The custom loop asks for each epoch's batches (a resumed run rebuilds epoch k's order
@@ -21,15 +29,22 @@ def epoch_batches(pairs: tf.data.Dataset, tokenizers, train_config: TrainConfig)
     `concat_fraction`, each epoch adds its own joined pairs (`model.fit`: epoch 0's, every pass).
 
     Args:
-      pairs: `(source, target)` string pairs.
+      pairs: `(source, target)` string pairs, or a `Mix` of corpora: each epoch then draws its
+        own mix (seed `seed + epoch`).
       tokenizers: a `Tokenizers` with `.source` and `.target`.
       train_config: supplies max_tokens, token_budget, shuffle_buffer, seed and
         concat_fraction.
+      on_mix: with a `Mix`, called with each epoch and its pairs per corpus (`Mix.shares`).
     """
 
     def batches(epoch: int) -> tf.data.Dataset:
+        drawn = pairs
+        if isinstance(pairs, Mix):
+            drawn = pairs.pairs(train_config.seed + epoch)
+            if on_mix is not None:
+                on_mix(epoch, pairs.shares(train_config.seed + epoch))
         epoch_pairs = add_concatenations(
-            pairs,
+            drawn,
             train_config.concat_fraction,
             seed=2 * (train_config.seed + epoch),  # two shuffles per epoch, none shared
             shuffle_buffer=train_config.shuffle_buffer,
@@ -66,10 +81,12 @@ def prepare_tokenizers(
     *,
     reuse: bool = True,
     save: bool = True,
+    progress: bool = False,
 ):
     """The run's tokenizers: reloaded when the run has them (and `reuse`), else learnt from
     `pairs` and saved (when `save`: the other workers of a multi-worker job learn the same
-    ones without saving, and never read what the chief may be writing)."""
+    ones without saving, and never read what the chief may be writing), with progress bars
+    when `progress`."""
     from tf_transformer.text.tokenizers import build_tokenizers
 
     if reuse and run.tokenizers_path.is_dir():
@@ -83,6 +100,7 @@ def prepare_tokenizers(
         lower_case_source=train_config.lower_case_source,
         truecase_target=train_config.truecase_target,
         shared_vocab=train_config.shared_vocab,
+        progress=progress,
     )
     if save:
         tokenizers.save(str(run.tokenizers_path))
@@ -103,3 +121,26 @@ def check_shared_embeddings(model_config: ModelConfig, tokenizers=None) -> None:
             "(--no-share-embeddings)"
             + ("." if tokenizers is None else "; this run's tokenizers have two.")
         )
+
+
+class MixLog:
+    """Logs each epoch's pairs per corpus of a mix: a line (when `verbose`) and
+    `logs/mix.json` (`{"names", "weights", "sizes", "epochs": {epoch: {name: pairs}}}`)."""
+
+    def __init__(self, run: RunDir, mix: Mix, *, verbose: bool = True):
+        self.path = run.root / "logs" / "mix.json"
+        self.mix, self.verbose = mix, verbose
+
+    def __call__(self, epoch: int, counts: dict[str, int]) -> None:
+        import json
+
+        from tqdm.auto import tqdm
+
+        from tf_transformer.atomic_files import write_json
+
+        if self.verbose:
+            tqdm.write(f"epoch {epoch + 1} {self.mix.describe(counts)}")
+        record = {"names": self.mix.names, "weights": self.mix.weights, "sizes": self.mix.sizes}
+        epochs = json.loads(self.path.read_text())["epochs"] if self.path.is_file() else {}
+        epochs[str(epoch)] = counts
+        write_json(self.path, {**record, "epochs": epochs})

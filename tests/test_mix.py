@@ -1,0 +1,156 @@
+"""Training on several corpora at once: the weighted mix, named dev sets, resume, bad corpora."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.test_summaries import read_scalars
+from tf_transformer import cli
+from tf_transformer.config import DataConfig
+from tf_transformer.data.mix import Mix
+from tf_transformer.data.sample import sample_pairs
+from tf_transformer.run_dir import RunDir
+
+
+def write_corpus(directory: Path, pairs, split: str = "train") -> str:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / f"{split}.pt").write_text("".join(f"{pt}\n" for pt, _ in pairs))
+    (directory / f"{split}.en").write_text("".join(f"{en}\n" for _, en in pairs))
+    return str(directory)
+
+
+def tagged(tag: str, size: int) -> list[tuple[str, str]]:
+    """`size` pairs that say which corpus they come from."""
+    return [(f"{tag} {i} pt", f"{tag} {i} en") for i in range(size)]
+
+
+def test_weighted_mix_shares_within_two_percent(tmp_path):
+    sizes, weights = {"a": 3000, "b": 1500, "c": 500}, (0.2, 0.3, 0.5)
+    specs = [write_corpus(tmp_path / tag, tagged(tag, size)) for tag, size in sizes.items()]
+    mix = Mix.load(DataConfig(dataset=specs, dataset_weights=weights))
+    assert mix.names == ["a", "b", "c"] and mix.sizes == [3000, 1500, 500]
+    counts = dict.fromkeys(sizes, 0)
+    for epoch in range(3):  # 15,000 draws
+        drawn = {tag: 0 for tag in sizes}
+        for source, target in mix.pairs(seed=epoch).as_numpy_iterator():
+            tag = source.decode().split()[0]
+            assert target.decode().split()[:2] == source.decode().split()[:2]
+            drawn[tag] += 1
+        assert sum(drawn.values()) == 5000  # an epoch holds as many pairs as the corpora
+        assert drawn == mix.shares(seed=epoch)  # what is logged is what was drawn
+        counts = {tag: counts[tag] + drawn[tag] for tag in sizes}
+    total = sum(counts.values())
+    for tag, weight in zip(sizes, weights):
+        assert abs(counts[tag] / total - weight) <= 0.02, counts
+    # The same seed draws the same pairs, another seed others.
+    first = list(mix.pairs(seed=7).take(50).as_numpy_iterator())
+    assert first == list(mix.pairs(seed=7).take(50).as_numpy_iterator())
+    assert first != list(mix.pairs(seed=8).take(50).as_numpy_iterator())
+
+
+def test_default_weights_are_proportional_to_size(tmp_path):
+    specs = [write_corpus(tmp_path / "x", tagged("x", 300)),
+             write_corpus(tmp_path / "y", tagged("y", 100))]  # fmt: skip
+    assert Mix.load(DataConfig(dataset=specs)).weights == [0.75, 0.25]
+
+
+def test_the_flags_make_one_config(tmp_path):
+    args = cli.build_parser().parse_args(
+        ["train", "--dataset", "a", "--dataset", "b", "--dataset-weights", "1,3",
+         "--dev-set", "d1", "--dev-set", "d2"]
+    )  # fmt: skip
+    from tf_transformer.commands.train import data_from_args
+
+    data = data_from_args(args)
+    assert data == DataConfig(dataset=("a", "b"), dataset_weights=(1.0, 3.0), dev_set=("d1", "d2"))
+    assert DataConfig.from_dict(json.loads(json.dumps(data.to_dict()))) == data
+    assert DataConfig("sample").dataset == ("sample",)  # one spec is a one-corpus mix
+
+
+@pytest.fixture(scope="module")
+def mixed_run(tmp_path_factory):
+    """A tiny run on two corpora (weights 1,3), validated on two named dev sets, then resumed."""
+    root = tmp_path_factory.mktemp("mix")
+    train, dev = sample_pairs("train", style="written"), sample_pairs("validation", style="written")
+    first = write_corpus(root / "first", train[:300])
+    write_corpus(root / "first", dev[:10], split="dev")
+    second = write_corpus(root / "second", train[300:600])
+    news = write_corpus(root / "news", dev[10:20], split="dev")
+    run_dir = root / "run"
+    flags = ["--preset", "tiny", "--quiet", "--vocab-size", "300", "--eval-every", "2",
+             "--eval-sentences", "10", "--max-steps", "2", "--run-dir", str(run_dir)]  # fmt: skip
+    command = ["train", "--dataset", first, "--dataset", second, "--dataset-weights", "1,3",
+               "--dev-set", news, "--dev-set", first, *flags]  # fmt: skip
+    assert cli.main(command) == 0
+    recorded = json.loads((run_dir / "config.json").read_text())["data"]
+    assert cli.main(["train", "--resume", "--run-dir", str(run_dir), "--max-steps", "4"]) == 0
+    return RunDir(run_dir), recorded, (first, second, news)
+
+
+@pytest.mark.slow
+def test_config_records_the_mix_and_resume_keeps_it(mixed_run):
+    run, recorded, (first, second, news) = mixed_run
+    assert recorded["dataset"] == [first, second]
+    assert recorded["dataset_weights"] == [0.25, 0.75]
+    assert recorded["dev_set"] == [news, first]
+    assert run.read_config()["data"] == recorded  # the resume kept it
+    mix = json.loads((run.logs_path / "mix.json").read_text())
+    assert mix["names"] == ["first", "second"] and mix["weights"] == [0.25, 0.75]
+    assert sum(mix["epochs"]["0"].values()) == 600
+
+
+@pytest.mark.slow
+def test_each_dev_set_in_tensorboard_and_best_json(mixed_run):
+    run, _, _ = mixed_run
+    scalars = read_scalars(run.logs_path / "validation")
+    for name in ("news", "first"):
+        assert [step for step, _ in scalars[f"bleu/{name}"]] == [2, 4]
+        assert [step for step, _ in scalars[f"chrf/{name}"]] == [2, 4]
+    assert scalars["bleu"] == scalars["bleu/news"]  # the first dev set is the headline
+    record = run.best_record()
+    assert record["picked_by"] == "news"
+    assert set(record["dev_sets"]) == {"news", "first"}
+    assert record["bleu"] == record["dev_sets"]["news"]["bleu"]
+    assert record["dev_sets"]["first"]["num_sentences"] == 10
+
+
+def _one_error(capsys) -> str:
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tf-transformer train: error:"), lines
+    return lines[0]
+
+
+@pytest.mark.parametrize("problem", ["missing", "misaligned", "weights", "dev"])
+def test_a_bad_corpus_is_one_line_exit_2_before_any_work(tmp_path, capsys, problem):
+    good = write_corpus(tmp_path / "good", tagged("g", 20))
+    bad = write_corpus(tmp_path / "bad", tagged("b", 20))
+    flags = ["--dataset", good, "--dataset", bad]
+    if problem == "missing":
+        flags = ["--dataset", good, "--dataset", str(tmp_path / "nowhere")]
+    elif problem == "misaligned":
+        (tmp_path / "bad" / "train.en").write_text("one line\n")
+    elif problem == "weights":
+        flags += ["--dataset-weights", "1,2,3"]
+    else:
+        flags += ["--dev-set", str(tmp_path / "nowhere")]
+    run_dir = tmp_path / "run"
+    assert cli.main(["train", *flags, "--run-dir", str(run_dir), "--quiet"]) == 2
+    line = _one_error(capsys)
+    expected = {
+        "missing": "nowhere",
+        "misaligned": "misaligned",
+        "weights": "3 weights for 2 corpora",
+        "dev": "nowhere",
+    }[problem]
+    assert expected in line
+    assert not run_dir.exists()  # no tokenizers, no config: nothing was started
+
+
+def test_a_mix_without_any_dev_split_says_to_name_one(tmp_path, capsys):
+    flags = ["--dataset", write_corpus(tmp_path / "p", tagged("p", 20)),
+             "--dataset", write_corpus(tmp_path / "q", tagged("q", 20))]  # fmt: skip
+    assert cli.main(["train", *flags, "--run-dir", str(tmp_path / "run"), "--quiet"]) == 2
+    assert "--dev-set" in _one_error(capsys)

@@ -1,0 +1,231 @@
+"""Translating with a LiteRT export (`inference.litert_export`): ai-edge-litert, numpy and the
+tokenizer's `regex` (`text.plain`), no TensorFlow.
+
+One interpreter per file. The decoder step's inputs stay in the interpreter between calls: the
+cross-attention keys/values are written once per batch, the self-attention caches one position
+per step (the step returns only that position), so a step moves the ids, the step and the new
+keys/values in, the logits out. Beam search reorders the caches' filled positions in place.
+
+The searches are `inference.litert_search` (numpy).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+
+from tf_transformer.config import DecodeConfig
+from tf_transformer.errors import TransformerError
+from tf_transformer.inference.litert_search import beam_search, greedy
+from tf_transformer.text.plain import PlainTokenizer
+from tf_transformer.text.special_tokens import END_ID, START_ID
+
+METADATA_FILE = "litert.json"  # as `litert_export.METADATA_FILE` (which needs TensorFlow)
+
+
+class MissingDependency(TransformerError, ImportError):
+    """ai-edge-litert is not installed (the CLI prints it as one line)."""
+
+
+def litert_version(path: str | Path) -> Path | None:
+    """The LiteRT export at `path`: itself, or its highest numbered version; None if none."""
+    path = Path(path)
+    if (path / METADATA_FILE).is_file():
+        return path
+    versions = [p.parent for p in path.glob(f"*/{METADATA_FILE}") if p.parent.name.isdigit()]
+    return max(versions, key=lambda p: int(p.name)) if versions else None
+
+
+def read_export(folder: Path) -> dict:
+    """`litert.json`, after checking every file it lists is whole (size and SHA-256)."""
+    try:
+        metadata = json.loads((folder / METADATA_FILE).read_text(encoding="utf-8"))
+        files = metadata["files"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ValueError(
+            f"{folder / METADATA_FILE} is unreadable ({type(error).__name__}): export the run "
+            "again (tf-transformer export RUN --format litert)."
+        ) from None
+    for name, expected in files.items():
+        path = folder / name
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"{path} is missing: the LiteRT export is incomplete; export the run again."
+            )
+        data = path.read_bytes()
+        if len(data) != expected["size"] or hashlib.sha256(data).hexdigest() != expected["sha256"]:
+            raise ValueError(
+                f"{path} is damaged ({len(data)} bytes, {expected['size']} written): copy it "
+                "again or export the run again."
+            )
+    return metadata
+
+
+class _Interpreter:
+    """An interpreter with its tensors by name and numpy views into them."""
+
+    def __init__(self, path: Path, num_threads: int | None):
+        try:
+            from ai_edge_litert.interpreter import Interpreter
+        except ImportError:
+            raise MissingDependency(
+                "a LiteRT export runs with ai-edge-litert: pip install 'tf_transformer[litert]' "
+                "(or pip install ai-edge-litert)."
+            ) from None
+
+        self.interpreter = Interpreter(model_path=str(path), num_threads=num_threads)
+        self.inputs = {d["name"]: d["index"] for d in self.interpreter.get_input_details()}
+        self.outputs = [d["index"] for d in self.interpreter.get_output_details()]
+        self.shapes: dict[str, tuple] = {}
+
+    def resize(self, shapes: dict[str, tuple]) -> bool:
+        """Resizes the inputs and allocates; False (nothing done) when the shapes are as before."""
+        if shapes == self.shapes:
+            return False
+        for name, shape in shapes.items():
+            self.interpreter.resize_tensor_input(self.inputs[name], shape, strict=False)
+        self.interpreter.allocate_tensors()
+        self.shapes = shapes
+        return True
+
+    def view(self, name: str) -> np.ndarray:
+        """The input `name`'s buffer (valid until the next `resize`)."""
+        return self.interpreter.tensor(self.inputs[name])()
+
+    def output(self, index: int) -> np.ndarray:
+        return self.interpreter.tensor(self.outputs[index])()
+
+
+class LiteRTTranslator:
+    """Translates with a LiteRT version folder; `open_translator` returns it for such a folder.
+
+    Args:
+        folder: the version folder (`litert_version` finds it under a base path).
+        config: the decoding (`DecodeConfig`); fields left at None take the export's
+            (`max_new_tokens` at most the export's cache length).
+        num_threads: the interpreters' threads (None: LiteRT's default).
+    """
+
+    checkpoint = None  # one set of weights
+
+    def __init__(
+        self,
+        folder: str | Path,
+        config: DecodeConfig | None = None,
+        *,
+        num_threads: int | None = None,
+    ):
+        self.folder = Path(folder)
+        meta = read_export(self.folder)
+        exported = DecodeConfig.from_dict(meta["decoding"])
+        self.config = exported.replace(**(config or DecodeConfig()).given())
+        for name in ("max_source_tokens", "max_new_tokens"):
+            if getattr(self.config, name) > getattr(exported, name):
+                raise ValueError(
+                    f"{name} {getattr(self.config, name)} is more than the LiteRT export's "
+                    f"{getattr(exported, name)}: export again with --{name.replace('_', '-')}."
+                )
+        self.num_heads, self.depth = meta["num_heads"], meta["d_model"] // meta["num_heads"]
+        self.num_layers, self.cache_length = meta["num_layers"], meta["cache_length"]
+        self.tokenizers = {
+            role: PlainTokenizer(
+                (self.folder / meta[role]["vocab"]).read_text(encoding="utf-8").splitlines(),
+                lower_case=meta[role]["lower_case"],
+                first_words=meta[role]["first_words"],
+            )
+            for role in ("source", "target")
+        }
+        self.encoder = _Interpreter(self.folder / meta["encoder"], num_threads)
+        self.step = _Interpreter(self.folder / meta["decoder_step"], num_threads)
+        self.memory_names = [
+            f"cross_{kind}_{i}" for i in range(self.num_layers) for kind in ("key", "value")
+        ]
+        self.cache_names = [
+            f"self_{kind}_{i}" for i in range(self.num_layers) for kind in ("key", "value")
+        ]
+        mode = "greedy"
+        if self.config.beam_size > 1:
+            mode = f"beam {self.config.beam_size}, length penalty {self.config.length_penalty}"
+        self.description = f"LiteRT {self.folder} ({meta['quantization']}, {mode})"
+
+    def translate(self, sentences: list[str]) -> list[str]:
+        """One translation per sentence (an empty one for a sentence with no tokens)."""
+        ids = [self.source_ids(sentence) for sentence in sentences]
+        full = [i for i, row in enumerate(ids) if len(row) > 2]
+        texts = [""] * len(sentences)
+        if full:
+            width = max(len(ids[i]) for i in full)
+            src = np.zeros((len(full), width), np.int32)
+            for row, i in enumerate(full):
+                src[row, : len(ids[i])] = ids[i]
+            for i, out in zip(full, self.decode(src)):
+                texts[i] = self.tokenizers["target"].detokenize(out)
+        return texts
+
+    def attention(self, sentence: str):
+        raise ValueError(
+            "attention plots need the TensorFlow model: open the run directory or a SavedModel."
+        )
+
+    def source_ids(self, sentence: str) -> list[int]:
+        """[START] … [END], cut to `max_source_tokens` (END kept), as `Translator.source_ids`."""
+        ids = self.tokenizers["source"].tokenize(sentence)
+        return [START_ID, *ids[1:-1][: self.config.max_source_tokens - 2], END_ID]
+
+    def decode(
+        self, src: np.ndarray, beam_size: int | None = None, *, min_length: int = 0
+    ) -> np.ndarray:
+        """int32 `(batch, src_len)` source ids -> int32 `(batch, len)` ids, START first, PAD
+        after END (`DecodeOutput.ids`, trimmed to the longest). `min_length`: END is banned
+        before this many tokens (benchmarks force a length with it)."""
+        beam = self.config.beam_size if beam_size is None else beam_size
+        batch, rows = src.shape[0], src.shape[0] * beam
+        self.encoder.resize({"source_ids": src.shape})
+        self.encoder.view("source_ids")[...] = src
+        self.encoder.interpreter.invoke()
+        memory = [
+            np.repeat(self.encoder.output(i), beam, axis=0)
+            for i in range(1 + len(self.memory_names))
+        ]
+        cache = (rows, 1, self.num_heads, self.cache_length, self.depth)
+        shapes = {"ids": (rows,), "step": (), "cross_bias": memory[0].shape}
+        shapes.update({name: m.shape for name, m in zip(self.memory_names, memory[1:])})
+        shapes.update(dict.fromkeys(self.cache_names, cache))
+        if self.step.resize(shapes):  # new buffers: zeros, not garbage, in the masked positions
+            for name in self.cache_names:
+                self.step.view(name)[...] = 0
+        for name, value in zip(["cross_bias", *self.memory_names], memory):
+            self.step.view(name)[...] = value
+        settings = self.config
+        if beam == 1:
+            return greedy(self.run_step, batch, settings.max_new_tokens, min_length)
+        return beam_search(
+            self.run_step, batch, beam, settings.max_new_tokens, settings.length_penalty, min_length
+        )
+
+    def run_step(self, ids: np.ndarray, step: int, parents: np.ndarray | None = None):
+        """One decoder position for every row: the logits `(rows, vocab)`.
+
+        `parents` (int `(rows,)`): first reorder the caches' positions before `step` so that
+        row `r` continues the hypothesis of row `parents[r]`.
+        """
+        # Views into the interpreter: none may live across `invoke` (LiteRT refuses to run).
+        if parents is not None and step > 0:
+            moved = parents != np.arange(len(parents))
+            if moved.any():
+                for name in self.cache_names:
+                    cache = self.step.view(name)
+                    cache[moved, :, :, :step] = cache[parents[moved], :, :, :step]
+                del cache
+        self.step.view("ids")[...] = ids
+        # A scalar's view is a copy: set it.
+        self.step.interpreter.set_tensor(self.step.inputs["step"], np.array(step, np.int32))
+        self.step.interpreter.invoke()
+        written = self.step.output(1).reshape(len(self.cache_names), -1, self.num_heads, self.depth)
+        for name, position in zip(self.cache_names, written):
+            self.step.view(name)[:, 0, :, step] = position
+        del written, position
+        return self.step.output(0).copy()

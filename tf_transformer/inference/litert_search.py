@@ -1,0 +1,116 @@
+"""Greedy and beam search in numpy over a one-step function: the LiteRT runtime's searches.
+
+The policies of `inference.greedy` and `inference.beam_search` (START first, PAD never chosen,
+the GNMT length penalty over each beam's best `beam` tokens, finished beams carrying on with PAD
+at no cost, ties to the lower index), written small for numpy and tested against the TensorFlow
+decoder: the ids are equal, greedy and beam (tests/test_litert.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tf_transformer.text.special_tokens import END_ID, PAD_ID, START_ID
+
+
+def top_k(x: np.ndarray, k: int) -> np.ndarray:
+    """Indices of each row's `k` largest, largest first, ties to the lower index (`tf.math.top_k`).
+
+    A partition first when rows are long (a vocabulary): a full sort of each row took most of a
+    beam search step.
+    """
+    if x.shape[-1] <= 4 * k:
+        return np.argsort(-x, axis=-1, kind="stable")[..., :k]
+    chosen = np.argpartition(-x, k - 1, axis=-1)[..., :k]
+    values = np.take_along_axis(x, chosen, axis=-1)
+    return np.take_along_axis(chosen, np.lexsort((chosen, -values), axis=-1), axis=-1)
+
+
+def gnmt(lengths: np.ndarray, exponent: float) -> np.ndarray:
+    """`beam_search.gnmt_length_penalty` in numpy."""
+    return ((5.0 + lengths.astype(np.float32)) / np.float32(6.0)) ** np.float32(exponent)
+
+
+def greedy(run_step, batch: int, steps: int, min_length: int = 0) -> np.ndarray:
+    """`greedy.greedy_decode`'s choices: the most likely token but PAD (id 0), until END.
+
+    Args:
+      run_step: `(ids (rows,), step, parents) -> logits (rows, vocab)` (a copy it may change);
+        `parents` is always None here.
+      batch: rows; steps: most tokens; min_length: END banned before this many.
+
+    Returns:
+      int32 `(batch, len)` ids, START first, PAD after END.
+    """
+    ids = np.zeros((batch, steps + 1), np.int32)
+    ids[:, 0] = START_ID
+    finished = np.zeros(batch, bool)
+    for step in range(steps):
+        logits = run_step(ids[:, step], step)
+        if step < min_length:
+            logits[:, END_ID] = -np.inf
+        token = np.argmax(logits[:, PAD_ID + 1 :], axis=-1).astype(np.int32) + PAD_ID + 1
+        ids[:, step + 1] = np.where(finished, PAD_ID, token)
+        finished |= ids[:, step + 1] == END_ID
+        if finished.all():
+            return ids[:, : step + 2]
+    return ids
+
+
+def beam_search(
+    run_step, batch: int, beam: int, steps: int, penalty: float, min_length: int = 0
+) -> np.ndarray:
+    """`beam_search.beam_search` in numpy (its docstring has the policy): the best hypothesis.
+
+    Args:
+      run_step: `(ids (rows,), step, parents) -> logits (rows, vocab)`, a copy it may change;
+        `parents` int `(rows,)` (None at first): row `r` continues row `parents[r]`'s
+        hypothesis, so the caller reorders its caches first.
+      batch: sentences (`rows = batch * beam`, sentence-major); beam: beams per sentence.
+      steps: most tokens; penalty: the GNMT length-penalty exponent; min_length: END banned
+        before this many tokens.
+
+    Returns:
+      int32 `(batch, len)` ids, START first, PAD after END.
+    """
+    ids = np.zeros((batch, beam, steps + 1), np.int32)
+    ids[:, :, 0] = START_ID
+    log_probs = np.full((batch, beam), -np.inf, np.float32)
+    log_probs[:, 0] = 0.0  # only beam 0 is live at the start
+    lengths = np.zeros((batch, beam), np.int32)
+    finished = np.zeros((batch, beam), bool)
+    pad_only = np.full(beam, -np.inf, np.float32)
+    pad_only[0] = 0.0
+    offsets = (np.arange(batch) * beam)[:, None]
+    parents = None
+    for step in range(steps):
+        logits = run_step(ids[:, :, step].reshape(-1), step, parents)  # a copy
+        # Log-probabilities of the whole vocabulary (PAD included), as `top_next_tokens`.
+        peak = logits.max(axis=-1, keepdims=True)
+        log_total = np.log(np.exp(logits - peak).sum(axis=-1, keepdims=True)) + peak
+        logits[:, PAD_ID] = -np.inf  # banned
+        if step < min_length:
+            logits[:, END_ID] = -np.inf
+        top = top_k(logits, beam)  # (rows, beam): each row's best tokens
+        top_log_probs = np.take_along_axis(logits, top, axis=-1) - log_total
+        step_log_probs = np.where(
+            finished[..., None], pad_only, top_log_probs.reshape(batch, beam, beam)
+        )
+        tokens = np.where(finished[..., None], PAD_ID, top.reshape(batch, beam, beam))
+        total = log_probs[..., None] + step_log_probs  # (batch, beam, candidate)
+        scores = total / gnmt(lengths + ~finished, penalty)[..., None]
+        best = top_k(scores.reshape(batch, -1), beam)  # (batch, beam)
+        parent = best // beam
+        token = np.take_along_axis(tokens.reshape(batch, -1), best, axis=-1)
+        log_probs = np.take_along_axis(total.reshape(batch, -1), best, axis=-1)
+        parent_finished = np.take_along_axis(finished, parent, axis=-1)
+        lengths = np.take_along_axis(lengths, parent, axis=-1) + ~parent_finished
+        finished = parent_finished | (token == END_ID)
+        ids = np.take_along_axis(ids, parent[..., None], axis=1)
+        ids[:, :, step + 1] = token
+        parents = (parent + offsets).reshape(-1)
+        if (finished | np.isinf(log_probs)).all():
+            break
+    order = top_k(log_probs / gnmt(lengths, penalty), 1)[:, 0]
+    best_ids = ids[np.arange(batch), order]
+    return best_ids[:, : lengths[np.arange(batch), order].max() + 1]
