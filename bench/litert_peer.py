@@ -40,10 +40,10 @@ from ctranslate2_peer import seconds, tokenizers_for
 from json_figures import add_json_flags, write_json
 
 from tf_transformer.config import DecodeConfig, get_preset
-from tf_transformer.inference.ctranslate2_export import export_ctranslate2
-from tf_transformer.inference.decoding import make_decode_fn
-from tf_transformer.inference.litert_export import export_litert
-from tf_transformer.inference.litert_runtime import LiteRTTranslator
+from tf_transformer.inference.decoding.cached_decode import make_decode_fn
+from tf_transformer.inference.litert.export import export_litert
+from tf_transformer.inference.litert.runtime import LiteRTTranslator
+from tf_transformer.inference.serving.ctranslate2_export import export_ctranslate2
 from tf_transformer.model import Transformer
 from tf_transformer.text.special_tokens import RESERVED_TOKENS
 

@@ -325,7 +325,7 @@ def test_a_failed_checkpoint_save_keeps_the_previous_one(run, capsys):
 
 def test_fit_on_a_full_disk_is_one_line_and_leaves_its_files_as_they_were(tmp_path, capsys):
     from tf_transformer.data.sample import sample_pairs
-    from tf_transformer.training.fit_backup import BackupAndRestore
+    from tf_transformer.training.fit.backup import BackupAndRestore
 
     corpus = tmp_path / "four.tsv"
     corpus.write_text("".join(f"{pt}\t{en}\n" for pt, en in sample_pairs("train")[:4]))

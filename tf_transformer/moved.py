@@ -46,6 +46,9 @@ inference.versions          inference.serving.versions
 inference.graph_ops         inference.serving.graph_ops
 inference.grpc_client       inference.serving.grpc_client
 inference.ctranslate2_export  inference.serving.ctranslate2_export
+inference.litert_export      inference.litert.export
+inference.litert_runtime     inference.litert.runtime
+inference.litert_search      inference.litert.search
 """
 
 # Old modules that are still there (or became packages) -> the modules names left them for.

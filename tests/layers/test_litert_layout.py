@@ -1,12 +1,12 @@
 """`LiteRTLayout` (the LiteRT export's step) decodes as recompute under XLA, where TensorFlow
-runs its dynamic update slice; tests/test_litert.py checks the converted step."""
+runs its dynamic update slice; tests/inference/litert/test_litert.py checks the converted step."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from tf_transformer.config import get_preset
-from tf_transformer.inference.decoding import make_decode_fn
+from tf_transformer.inference.decoding.cached_decode import make_decode_fn
 from tf_transformer.layers.litert_layout import LiteRTLayout
 from tf_transformer.model import Transformer
 

@@ -178,7 +178,8 @@ def test_resume_after_sigkill_then_sigterm_matches_uninterrupted_run(tmp_path):
 
 
 def test_step_logs_without_a_loss_are_an_error_not_a_finite_loss():
-    from tf_transformer.training.policies import Checkpoints, NonFiniteLoss, Progress
+    from tf_transformer.training.policies.progress import Progress
+    from tf_transformer.training.policies.standard import Checkpoints, NonFiniteLoss
 
     progress = Progress()
     manager = tf.train.CheckpointManager(tf.train.Checkpoint(), "unused", max_to_keep=1)

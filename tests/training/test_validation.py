@@ -24,11 +24,12 @@ from tf_transformer.config import (
 from tf_transformer.inference.evaluate import Scores, evaluate
 from tf_transformer.inference.translator import Translator
 from tf_transformer.run_dir import RunDir
+from tf_transformer.training.best_checkpoint import BestCheckpoint, Evaluation
 from tf_transformer.training.fit.model_fit import fit
 from tf_transformer.training.loop import train
 from tf_transformer.training.policies import budget
 from tf_transformer.training.step.build import build_model
-from tf_transformer.training.validation import BestCheckpoint, Evaluation, Validator
+from tf_transformer.training.validation import Validator
 from tf_transformer.weights import model_checkpoint
 
 pytestmark = pytest.mark.cost(70)  # seconds in make test (measured)

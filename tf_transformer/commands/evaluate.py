@@ -70,7 +70,7 @@ def register(subparsers) -> None:
 
 def exported(path: str) -> bool:
     """`path` is a SavedModel or LiteRT export (a version folder or a base path)."""
-    from tf_transformer.inference.litert_runtime import litert_version
+    from tf_transformer.inference.litert.runtime import litert_version
     from tf_transformer.inference.load import saved_model_version
 
     return saved_model_version(path) is not None or litert_version(path) is not None

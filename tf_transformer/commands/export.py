@@ -199,7 +199,7 @@ def export_ctranslate2(args: argparse.Namespace) -> int:
 
 def export_litert(args: argparse.Namespace) -> int:
     """`--format litert`: a LiteRT version folder (`inference.litert_export`)."""
-    from tf_transformer.inference.litert_export import QUANTIZATIONS
+    from tf_transformer.inference.litert.export import QUANTIZATIONS
 
     ignored = [
         flag
@@ -216,7 +216,7 @@ def export_litert(args: argparse.Namespace) -> int:
         raise CLIError(
             f"--quantization {quantization}: --format litert takes {' or '.join(QUANTIZATIONS)}."
         )
-    from tf_transformer.inference.litert_export import export_litert_run_dir
+    from tf_transformer.inference.litert.export import export_litert_run_dir
     from tf_transformer.run_dir import RunDir
 
     out = Path(args.out or Path("saved_models") / f"{Path(args.run_dir).resolve().name}-litert")

@@ -228,7 +228,7 @@ def open_translator(
             raise ValueError("--checkpoint is for run directories; a server has one model.")
         return ServerTranslator(text, model_name, config, batch_size)
     path = Path(source)
-    from tf_transformer.inference.litert_runtime import LiteRTTranslator, litert_version
+    from tf_transformer.inference.litert.runtime import LiteRTTranslator, litert_version
 
     litert_dir = litert_version(path)
     if litert_dir is not None:

@@ -13,7 +13,7 @@ from tf_transformer.training.policies.progress import Policy, Progress
 from tf_transformer.training.result import StopReason
 
 if TYPE_CHECKING:
-    from tf_transformer.training.validation import Evaluation
+    from tf_transformer.training.best_checkpoint import Evaluation
 
 # The validation hook: `(model, step) -> Evaluation`, e.g. a `training.validation.Validator`.
 Validate = Callable[[tf.keras.Model, int], "Evaluation"]

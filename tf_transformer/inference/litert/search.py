@@ -3,7 +3,7 @@
 The policies of `inference.greedy` and `inference.beam_search` (START first, PAD never chosen,
 the GNMT length penalty over each beam's best `beam` tokens, finished beams carrying on with PAD
 at no cost, ties to the lower index), written small for numpy and tested against the TensorFlow
-decoder: the ids are equal, greedy and beam (tests/test_litert.py).
+decoder: the ids are equal, greedy and beam (tests/inference/litert/test_litert.py).
 """
 
 from __future__ import annotations

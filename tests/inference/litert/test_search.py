@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_transformer.inference.beam_search import beam_search as tf_beam_search
-from tf_transformer.inference.greedy import greedy_decode
-from tf_transformer.inference.litert_search import beam_search, greedy
+from tf_transformer.inference.decoding.beam import beam_search as tf_beam_search
+from tf_transformer.inference.decoding.greedy import greedy_decode
+from tf_transformer.inference.litert.search import beam_search, greedy
 from tf_transformer.text.special_tokens import END_ID
 
 VOCAB, STEPS, BATCH = 12, 7, 3

@@ -19,7 +19,7 @@ import numpy as np
 
 from tf_transformer.config import DecodeConfig
 from tf_transformer.errors import TransformerError
-from tf_transformer.inference.litert_search import beam_search, greedy
+from tf_transformer.inference.litert.search import beam_search, greedy
 from tf_transformer.text.plain import PlainTokenizer
 from tf_transformer.text.special_tokens import END_ID, START_ID
 

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,16 +22,16 @@ from tests.export_helpers import (
 )
 from tf_transformer import cli
 from tf_transformer.config import DecodeConfig
-from tf_transformer.inference.decoding import make_decode_fn
-from tf_transformer.inference.litert_export import ENCODER_FILE, STEP_FILE, export_litert
+from tf_transformer.inference.decoding.cached_decode import make_decode_fn
+from tf_transformer.inference.litert.export import ENCODER_FILE, STEP_FILE, export_litert
 from tf_transformer.inference.load import open_translator
 
 pytest.importorskip("ai_edge_litert")
 from ai_edge_litert.interpreter import Interpreter
 
-from tf_transformer.inference.litert_runtime import LiteRTTranslator
+from tf_transformer.inference.litert.runtime import LiteRTTranslator
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO_ROOT = str(Path(__file__).resolve().parents[3])
 
 
 @pytest.fixture(scope="module")

@@ -49,8 +49,8 @@ from pathlib import Path
 import tensorflow as tf
 
 from tf_transformer.config import DecodeConfig
-from tf_transformer.inference.ctranslate2_export import vocabulary
-from tf_transformer.inference.versions import check_version, write_version
+from tf_transformer.inference.serving.ctranslate2_export import vocabulary
+from tf_transformer.inference.serving.versions import check_version, write_version
 from tf_transformer.layers.litert_layout import LiteRTLayout
 from tf_transformer.text.special_tokens import END_ID, PAD_ID, START_ID, UNK_ID
 
