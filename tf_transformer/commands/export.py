@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shlex
+from collections.abc import Iterator
 from pathlib import Path
 
 from tf_transformer.commands import (
@@ -119,12 +121,8 @@ def run(args: argparse.Namespace) -> int:
         "jit_compile": args.jit_compile or None,
         "warmup_batch_sizes": args.warmup_batch_sizes,
     }
-    from tf_transformer.run_dir import RunDir
 
-    with model_loading(args.run_dir):
-        run_dir = RunDir(args.run_dir)
-        run_dir.read_config()  # "not a run directory" before "no checkpoint"
-        which, checkpoint = run_dir.checkpoint(args.checkpoint)
+    with run_checkpoint(args) as (which, checkpoint):
         path = export_run_dir(
             args.run_dir,
             out,
@@ -160,21 +158,35 @@ def serving_commands(base: Path, *, jit_compile: bool = False) -> str:
     )
 
 
+@contextlib.contextmanager
+def run_checkpoint(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
+    """Inside `model_loading`: the run's checkpoint that --checkpoint picks, `(which, prefix)`
+    ("not a run directory" is said before "no checkpoint")."""
+    from tf_transformer.run_dir import RunDir
+
+    with model_loading(args.run_dir):
+        run = RunDir(args.run_dir)
+        run.read_config()
+        yield run.checkpoint(args.checkpoint)
+
+
+def refuse_saved_model_flags(args: argparse.Namespace, form: str, flags: tuple[str, ...]) -> None:
+    """One error line naming the SavedModel options given (`flags` and
+    --warmup-batch-sizes), which the export `--format form` has no use for."""
+    given = [
+        flag
+        for flag in (*flags, "--warmup-batch-sizes")
+        if getattr(args, flag.lstrip("-").replace("-", "_"))
+    ]
+    if given:
+        raise CLIError(f"{', '.join(given)}: SavedModel options, not for --format {form}.")
+
+
 def export_ctranslate2(args: argparse.Namespace) -> int:
     """`--format ctranslate2`: the run's weights and vocabularies as a CTranslate2 model."""
     import importlib.util
 
-    ignored = [
-        flag
-        for flag, value in (
-            ("--jit-compile", args.jit_compile),
-            ("--version", args.version),
-            ("--warmup-batch-sizes", args.warmup_batch_sizes),
-        )
-        if value
-    ]
-    if ignored:
-        raise CLIError(f"{', '.join(ignored)}: SavedModel options, not for --format ctranslate2.")
+    refuse_saved_model_flags(args, "ctranslate2", ("--jit-compile", "--version"))
     if decode_config(args).given():
         raise CLIError(
             "a CTranslate2 model takes its decoding settings at translation time "
@@ -183,47 +195,30 @@ def export_ctranslate2(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("ctranslate2") is None:
         raise CLIError("--format ctranslate2 needs CTranslate2: pip install '.[ctranslate2]'.")
     from tf_transformer.inference.serving.ctranslate2_export import export_ctranslate2 as convert
-    from tf_transformer.run_dir import RunDir
 
     out = Path(args.out or Path("saved_models") / f"{Path(args.run_dir).resolve().name}-ct2")
     if out.exists():
         raise FileExistsError(f"{out} exists; a CTranslate2 export is never overwritten.")
-    with model_loading(args.run_dir):
-        run_dir = RunDir(args.run_dir)
-        run_dir.read_config()
-        which, checkpoint = run_dir.checkpoint(args.checkpoint)
+    with run_checkpoint(args) as (which, checkpoint):
         path = convert(args.run_dir, out, quantization=args.quantization, checkpoint=checkpoint)
     print(f"Exported a CTranslate2 model to {path} from the {which} checkpoint {checkpoint}")
     return 0
 
 
 def export_litert(args: argparse.Namespace) -> int:
-    """`--format litert`: a LiteRT version folder (`inference.litert_export`)."""
+    """`--format litert`: a LiteRT version folder (`inference.litert.export`)."""
     from tf_transformer.inference.litert.export import QUANTIZATIONS
 
-    ignored = [
-        flag
-        for flag, value in (
-            ("--jit-compile", args.jit_compile),
-            ("--warmup-batch-sizes", args.warmup_batch_sizes),
-        )
-        if value
-    ]
-    if ignored:
-        raise CLIError(f"{', '.join(ignored)}: SavedModel options, not for --format litert.")
+    refuse_saved_model_flags(args, "litert", ("--jit-compile",))
     quantization = args.quantization or "none"
     if quantization not in QUANTIZATIONS:
         raise CLIError(
             f"--quantization {quantization}: --format litert takes {' or '.join(QUANTIZATIONS)}."
         )
     from tf_transformer.inference.litert.export import export_litert_run_dir
-    from tf_transformer.run_dir import RunDir
 
     out = Path(args.out or Path("saved_models") / f"{Path(args.run_dir).resolve().name}-litert")
-    with model_loading(args.run_dir):
-        run_dir = RunDir(args.run_dir)
-        run_dir.read_config()
-        which, checkpoint = run_dir.checkpoint(args.checkpoint)
+    with run_checkpoint(args) as (which, checkpoint):
         path = export_litert_run_dir(
             args.run_dir,
             out,

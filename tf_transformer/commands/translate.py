@@ -132,6 +132,20 @@ def write_document(args: argparse.Namespace, translator) -> None:
     print(f"Wrote {args.output}", file=sys.stderr)
 
 
+def write_translations(args: argparse.Namespace, translator) -> list[str]:
+    """--file's text translated as a document, or the sentences (arguments or stdin) translated
+    `--batch-size` at a time, one line each on stdout; returns the sentences (none for --file)."""
+    if args.document is not None:
+        write_document(args, translator)
+        return []
+    sentences = read_sentences(args)
+    for start in range(0, len(sentences), args.batch_size):
+        for text in translator.translate(sentences[start : start + args.batch_size]):
+            sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    return sentences
+
+
 def run(args: argparse.Namespace) -> int:
     from tf_transformer.inference.load import open_translator, saved_model_version
 
@@ -151,14 +165,7 @@ def run(args: argparse.Namespace) -> int:
         )
     if translator.checkpoint is not None:  # a run directory: say which of its checkpoints
         print("{} checkpoint: {}".format(*translator.checkpoint), file=sys.stderr, flush=True)
-    if args.document is not None:
-        write_document(args, translator)
-        return 0
-    sentences = read_sentences(args)
-    for start in range(0, len(sentences), args.batch_size):
-        for text in translator.translate(sentences[start : start + args.batch_size]):
-            sys.stdout.write(text + "\n")
-        sys.stdout.flush()
+    sentences = write_translations(args, translator)
     if args.plot_attention and sentences:
         import matplotlib.pyplot as plt
 
@@ -191,14 +198,7 @@ def translate_with_server(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
     )
     try:
-        if args.document is not None:
-            write_document(args, client)
-            return 0
-        sentences = read_sentences(args)
-        for start in range(0, len(sentences), args.batch_size):
-            for text in client.translate(sentences[start : start + args.batch_size]):
-                sys.stdout.write(text + "\n")
-            sys.stdout.flush()
+        write_translations(args, client)
     except ServingError as error:
         hint = ""
         if error.not_found and "servable not found" in error.message.lower():
