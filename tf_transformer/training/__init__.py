@@ -4,7 +4,8 @@
 - `session`: one call of the custom loop (`loop`) or of `model.fit` (`fit/`);
 - `step/`: what a step computes (train step, losses, schedule, mixed precision);
 - `policies/`: the callbacks both run (stop rules, checkpoints, validation, averaging);
-- `validation`, `logs`, `checkpoints`, `distribute`, `result` (`TrainResult`, `StopReason`).
+- `validation` (dev BLEU) and `best_checkpoint`, `logs`, `checkpoints`, `distribute`, `result`
+  (`TrainResult`, `StopReason`).
 
 `run` is the entry point (data, tokenizers, batches, resume, then the loop or `fit`):
 

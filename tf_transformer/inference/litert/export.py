@@ -6,7 +6,7 @@ Layout (a version folder under a base path, as the SavedModel export)::
       1/  encoder.tflite  decoder_step.tflite  source.vocab  target.vocab  litert.json
 
 Builtin LiteRT ops only (no Flex, no custom ops): the files run with ``ai-edge-litert`` alone,
-from Python (`inference.litert_runtime`) or a phone app. Each file is one tf.function converted
+from Python (`inference.litert.runtime`) or a phone app. Each file is one tf.function converted
 with its weights frozen (``experimental_lower_to_saved_model=False``: else Keras 3 weights stay
 ``READ_VARIABLE`` ops and int8 quantizes nothing); ``--quantization int8`` is dynamic-range
 quantization (int8 weights, float activations).

@@ -1,4 +1,4 @@
-"""Translating with a LiteRT export (`inference.litert_export`): ai-edge-litert, numpy and the
+"""Translating with a LiteRT export (`inference.litert.export`): ai-edge-litert, numpy and the
 tokenizer's `regex` (`text.plain`), no TensorFlow.
 
 One interpreter per file. The decoder step's inputs stay in the interpreter between calls: the
@@ -6,7 +6,7 @@ cross-attention keys/values are written once per batch, the self-attention cache
 per step (the step returns only that position), so a step moves the ids, the step and the new
 keys/values in, the logits out. Beam search reorders the caches' filled positions in place.
 
-The searches are `inference.litert_search` (numpy).
+The searches are `inference.litert.search` (numpy).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from tf_transformer.inference.litert.search import beam_search, greedy
 from tf_transformer.text.plain import PlainTokenizer
 from tf_transformer.text.special_tokens import END_ID, START_ID
 
-METADATA_FILE = "litert.json"  # as `litert_export.METADATA_FILE` (which needs TensorFlow)
+METADATA_FILE = "litert.json"  # as `litert.export.METADATA_FILE` (which needs TensorFlow)
 
 
 class MissingDependency(TransformerError, ImportError):
