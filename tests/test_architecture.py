@@ -4,6 +4,7 @@ import cycles, modules under 300 lines, folders of at most 12 modules, no old mo
 from __future__ import annotations
 
 import ast
+import json
 from pathlib import Path
 
 from tf_transformer.moved import MOVED_MODULES, MOVED_NAMES
@@ -36,11 +37,21 @@ def _stage(module: str) -> str:
     return module.split(".")[1] if module.count(".") else module
 
 
+def _source(path: Path) -> str:
+    """A module's source, or a notebook's code cells (their `%magic` lines left out)."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix != ".ipynb":
+        return text
+    cells = [cell for cell in json.loads(text)["cells"] if cell["cell_type"] == "code"]
+    lines = ("".join(cell["source"]).splitlines() for cell in cells)
+    return "\n".join(line for cell in lines for line in cell if not line.startswith(("%", "!")))
+
+
 def _imports(path: Path, prefix: str = "tf_transformer.") -> set[str]:
     """Every `tf_transformer...` name a file imports, at any depth (lazy imports included):
     each module, and each `module.name` of a `from module import name`."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(ast.parse(_source(path))):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -205,14 +216,23 @@ def test_no_folder_holds_more_than_12_modules():
     assert len(folders) > 5 and len(list((PACKAGE / "training").rglob("*.py"))) > MAX_MODULES
 
 
-def test_nothing_imports_a_moved_module_by_its_old_path():
-    # The old paths still work for users (tests/test_moved.py); the project uses the new ones.
-    old = set(MOVED_MODULES)
-    users = [
+def _users() -> list[Path]:
+    """The project's own code: the package, the tests, the benchmarks and the notebooks."""
+    return [
         *PACKAGE.rglob("*.py"),
         *(REPO / "tests").rglob("*.py"),
         *(REPO / "bench").glob("*.py"),
+        *(REPO / "notebooks").glob("*.ipynb"),
     ]
+
+
+def test_nothing_imports_a_moved_module_by_its_old_path():
+    # The old paths still work for users (tests/test_moved.py); the project uses the new ones.
+    old = set(MOVED_MODULES)
+    users = _users()
+    assert "tf_transformer.inference.serving.rest_client" in _imports(
+        REPO / "notebooks" / "04_serving.ipynb"
+    )  # the notebooks' code cells are read too
     found = {
         f"{path.relative_to(REPO)} imports {name}"
         for path in users
@@ -242,14 +262,10 @@ def test_nothing_imports_a_moved_name_from_its_old_module():
     # `from tf_transformer.inference.serving import ServingClient` works for users (with a
     # warning); the project names the module that defines it.
     defined = {module: _defined(module) for module in MOVED_NAMES}
-    users = [
-        *PACKAGE.rglob("*.py"),
-        *(REPO / "tests").rglob("*.py"),
-        *(REPO / "bench").glob("*.py"),
-    ]
+    users = _users()
     found = set()
     for path in users:
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(ast.parse(_source(path))):
             if isinstance(node, ast.ImportFrom) and node.module in defined:
                 found.update(
                     f"{path.relative_to(REPO)}: {node.module}.{alias.name}"
