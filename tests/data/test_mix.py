@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_summaries import read_scalars
+from tests.training.test_logs import read_scalars
 from tf_transformer import cli
 from tf_transformer.config import DataConfig
 from tf_transformer.data.mix import Mix

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_translator import tiny_translator
+from tests.inference.test_translator import tiny_translator
 from tf_transformer.text.document import split_document, translate_document
 
 TEXT = (

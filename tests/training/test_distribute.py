@@ -23,6 +23,8 @@ from tf_transformer.training.step.mixed_precision import policy_name
 from tf_transformer.training.step.schedule import make_optimizer
 from tf_transformer.training.step.train_step import TrainStep
 
+pytestmark = pytest.mark.cost(50)  # seconds in make test (measured)
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # Runs in a fresh process: logical devices must be set before TensorFlow initialises them.
@@ -59,8 +61,6 @@ for name, accumulate in (("default", 2), ("mirrored", 1)):
 from tf_transformer.training.step.build import build_model
 from tf_transformer.training.step.schedule import make_optimizer
 from tf_transformer.training.step.train_step import TrainStep
-
-pytestmark = pytest.mark.cost(50)  # seconds in make test (measured)
 with strategy.scope():
     model = build_model(MODEL, None)
     optimizer = make_optimizer(MODEL.d_model, config)
