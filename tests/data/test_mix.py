@@ -14,6 +14,8 @@ from tf_transformer.data.mix import Mix
 from tf_transformer.data.sample import sample_pairs
 from tf_transformer.run_dir import RunDir
 
+pytestmark = pytest.mark.cost(50)  # seconds in make test (measured)
+
 
 def write_corpus(directory: Path, pairs, split: str = "train") -> str:
     directory.mkdir(parents=True, exist_ok=True)

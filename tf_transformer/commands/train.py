@@ -127,10 +127,11 @@ def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool) -> None:
         )
 
 
-def data_from_args(args: argparse.Namespace, run) -> DataConfig | None:
+def data_from_args(args: argparse.Namespace, run=None) -> DataConfig | None:
     """The data flags as a `DataConfig`; None for a resumed run given no data flags (its own).
 
-    `run` is the run's `RunDir`: a resumed run's data, which the flags may say lives elsewhere now.
+    `run` is the run's `RunDir`, which a resume needs: the run's data, which the flags may say
+    lives elsewhere now.
     """
     given = config_changes(args, DataConfig)
     if args.resume:
