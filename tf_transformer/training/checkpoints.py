@@ -80,10 +80,12 @@ class CheckpointManager(tf.train.CheckpointManager):
     - TensorFlow fsyncs none of it: after a machine crash or power loss the renamed state file
       can reach the disk before the data it names. `sync_checkpoint_files` runs as a write
       callback before the manager's, so the files are on disk before the state names them.
-    - A save under an existing number (the epoch-end save of a run resumed at the last step of
-      an epoch) replaces that checkpoint's data by a rename but rewrites its index in place: a
-      failure in between tears it while the state names it. Readers pass over torn
-      checkpoints (`restore_newest`, `RunDir.checkpoint`), so the one before it is used.
+    - A number the state file already names is never saved again: `save` returns its prefix
+      and writes nothing. TensorFlow would replace its data by a rename but rewrite its index
+      in place, so a reader could find the two torn apart while the state names them. The
+      numbers are steps, and one step's weights are saved once: the epoch-end save after the
+      step's own, and a run resumed at its checkpoint's step (at an epoch's end, or past a
+      torn newest checkpoint), keep the checkpoint already there.
     - A failed save removes what it left (`PREFIX_temp/`, a new `PREFIX`'s files) and raises
       `WriteError`.
     - With `keep_unproven`, the newest checkpoint is "unproven" until `prove` (a training step's
@@ -141,6 +143,8 @@ class CheckpointManager(tf.train.CheckpointManager):
         else:
             number = int(np.asarray(checkpoint_number))
         prefix = f"{self.prefix}-{number}"
+        if prefix in self.checkpoints:  # saved already: its index is never rewritten in place
+            return prefix
         previous, unproven = self.latest_checkpoint, self.unproven
         if self.keep_unproven:
             self.unproven = prefix
@@ -167,10 +171,13 @@ class CheckpointManager(tf.train.CheckpointManager):
 
 def save_model_checkpoint(model: tf.keras.Model, folder: str | Path, number: int) -> str:
     """Writes `model_checkpoint(model)` as the newest checkpoint of `folder` (best/, averaged/),
-    numbered `number`. The one before stays until the next save, so a reader (`translate`
-    beside `train`) that found it just before this save can still read it."""
+    numbered `number`, or one past the newest there when that is not lower (other weights of
+    the same step: the averaged ones after the training ones). The one before stays until the
+    next save, so a reader (`translate` beside `train`) that found it just before this save can
+    still read it."""
     manager = CheckpointManager(model_checkpoint(model), str(folder), max_to_keep=2)
-    return manager.save(checkpoint_number=number)
+    newest = max(map(checkpoint_number, checkpoint_candidates(folder)), default=0)
+    return manager.save(checkpoint_number=max(number, newest + 1))
 
 
 def restore_newest(checkpoint: tf.train.Checkpoint, folder: str | Path) -> str | None:
@@ -290,5 +297,4 @@ def average_checkpoints(
         dtype = variable.numpy().dtype
         variable.assign((total / len(checkpoint_paths)).astype(dtype))
     # A new number each time: the previous average stays until this one is whole.
-    numbers = [checkpoint_number(p) for p in checkpoint_candidates(output_dir)]
-    return save_model_checkpoint(model, output_dir, max(numbers, default=0) + 1)
+    return save_model_checkpoint(model, output_dir, 1)
