@@ -20,6 +20,7 @@ from tf_transformer.checkpoint_files import (
     TornCheckpointError,
     checkpoint_candidates,
     checkpoint_number,
+    checkpoint_problem,
     newest_intact,
     report_fallback,
     torn_note,
@@ -56,6 +57,12 @@ def sync_checkpoint_files(prefix: str) -> None:
     _fsync(os.path.dirname(prefix) or ".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
 
 
+def remove_checkpoint_files(prefix: str) -> None:
+    """Removes the files of the checkpoint at `prefix` (its index and data)."""
+    for path in Path(prefix).parent.glob(Path(prefix).name + ".*"):
+        path.unlink(missing_ok=True)
+
+
 def _fsync(path: str, flags: int) -> None:
     fd = os.open(path, flags)
     try:
@@ -80,12 +87,10 @@ class CheckpointManager(tf.train.CheckpointManager):
     - TensorFlow fsyncs none of it: after a machine crash or power loss the renamed state file
       can reach the disk before the data it names. `sync_checkpoint_files` runs as a write
       callback before the manager's, so the files are on disk before the state names them.
-    - A number the state file already names is never saved again: `save` returns its prefix
-      and writes nothing. TensorFlow would replace its data by a rename but rewrite its index
-      in place, so a reader could find the two torn apart while the state names them. The
-      numbers are steps, and one step's weights are saved once: the epoch-end save after the
-      step's own, and a run resumed at its checkpoint's step (at an epoch's end, or past a
-      torn newest checkpoint), keep the checkpoint already there.
+    - A number the state names is never saved again (TensorFlow would rewrite its index in
+      place under a reader): `save` returns its prefix. The numbers are steps, so that is the
+      epoch-end save after the step's own, or a run resumed at an epoch's end. Only a torn one
+      (a run resumed past it) is written anew, its files removed first.
     - A failed save removes what it left (`PREFIX_temp/`, a new `PREFIX`'s files) and raises
       `WriteError`.
     - With `keep_unproven`, the newest checkpoint is "unproven" until `prove` (a training step's
@@ -129,8 +134,7 @@ class CheckpointManager(tf.train.CheckpointManager):
             self._record_state()
         else:
             Path(self.directory, "checkpoint").unlink(missing_ok=True)
-        for path in Path(bad).parent.glob(Path(bad).name + ".*"):
-            path.unlink(missing_ok=True)
+        remove_checkpoint_files(bad)
         return bad
 
     def save(self, checkpoint_number=None, check_interval=True, options=None):
@@ -144,7 +148,9 @@ class CheckpointManager(tf.train.CheckpointManager):
             number = int(np.asarray(checkpoint_number))
         prefix = f"{self.prefix}-{number}"
         if prefix in self.checkpoints:  # saved already: its index is never rewritten in place
-            return prefix
+            if checkpoint_problem(prefix) is None:
+                return prefix
+            remove_checkpoint_files(prefix)  # torn (resumed past it): written anew
         previous, unproven = self.latest_checkpoint, self.unproven
         if self.keep_unproven:
             self.unproven = prefix
@@ -156,8 +162,7 @@ class CheckpointManager(tf.train.CheckpointManager):
             self.unproven = unproven
             shutil.rmtree(prefix + "_temp", ignore_errors=True)
             if prefix not in self.checkpoints:  # files of a checkpoint no state file names
-                for path in Path(prefix).parent.glob(Path(prefix).name + ".*"):
-                    path.unlink(missing_ok=True)
+                remove_checkpoint_files(prefix)
             kept = f"the latest is still {previous}" if previous else "none was written"
             then = (
                 "Free some disk space, then continue with --resume."
