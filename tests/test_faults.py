@@ -146,14 +146,17 @@ def test_translate_and_resume_use_the_newest_whole_checkpoint(run, capsys):
     assert err[0].endswith(f"; using the latest checkpoint {whole}")
     assert err[1:] == [f"latest checkpoint: {whole}"]
 
+    torn_index = _index(torn).stat().st_ino
     code, out, err = _cli(
         capsys, "train", "--resume", "--run-dir", run.root, "--max-steps", "6", "--quiet"
     )
     assert code == 0 and "trained to step 6" in out
     assert len(err) == 1 and err[0].startswith(f"tf-transformer train: warning: {torn} is torn")
     assert err[0].endswith(f"resuming from {whole}, the newest whole one")
-    # Resumed from step 2: step 4 was trained again and saved whole over the torn one.
+    # Resumed from step 2: step 4 was trained again and saved whole in place of the torn one,
+    # whose files were removed first (its index not rewritten in place: a new file).
     assert checkpoint_problem(torn) is None
+    assert _index(torn).stat().st_ino != torn_index
     assert (
         tf.train.load_checkpoint(str(torn)).get_tensor("state/step/.ATTRIBUTES/VARIABLE_VALUE") == 4
     )
