@@ -110,3 +110,20 @@ def tiny_xla_export():
 def loaded_export():
     """`tf.saved_model.load` of `tiny_export()`, shared (its signatures are thread-safe)."""
     return tf.saved_model.load(str(tiny_export()[0]))
+
+
+TRAINED_STEPS = 300  # enough for different sentences to get different translations
+
+
+@functools.cache
+def trained_export() -> Path:
+    """`saved_models/trained/1`: the tiny preset trained `TRAINED_STEPS` steps on the sample
+    corpus by `train`, exported with `DECODING`. Unlike `tiny_export()`, distinct sentences
+    get distinct translations (tests/test_serving_load.py asserts it)."""
+    from tf_transformer import cli
+    from tf_transformer.inference.export import export_run_dir
+
+    run_dir = _root() / "trained"
+    flags = ["--preset", "tiny", "--max-steps", str(TRAINED_STEPS), "--quiet"]
+    assert cli.main(["train", *flags, "--run-dir", str(run_dir)]) == 0
+    return export_run_dir(run_dir, _root() / "saved_models" / "trained", config=DECODING)

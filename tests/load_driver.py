@@ -32,6 +32,10 @@ class Case:
     sentences: tuple[str, ...] = ()
     invalid: str | None = None  # "dtype" (a non-string input) or "signature" (unknown)
 
+    def requests(self, batch_size: int) -> int:
+        """The requests that sending it takes: the client's batches, or the one refused."""
+        return 1 if self.invalid else -(-len(self.sentences) // batch_size)
+
 
 def request_mix(sentences: list[str]) -> list[Case]:
     """Batches of 1, 3, 8 and 16 from `sentences`, each awkward text alone and in a batch,
@@ -44,10 +48,11 @@ def request_mix(sentences: list[str]) -> list[Case]:
 
 
 def send(client: BatchingClient, case: Case) -> list[dict]:
-    """Sends one case as one request through `client` (its batch size must hold every batch);
-    invalid cases go through the client's own send-and-check step, whatever they hold."""
+    """Sends one case through `client`'s own batching (`predict`: one request per batch of its
+    batch size); invalid cases as one request, through the client's own send-and-check step,
+    whatever they hold."""
     if not case.invalid:
-        return client._predict_batch(list(case.sentences))
+        return client.predict(case.sentences)
     signature = "no_such_signature" if case.invalid == "signature" else client.signature
     if isinstance(client, GrpcServingClient):
         request = make_predict_request(["olá ."], client.model_name, signature)
@@ -69,7 +74,8 @@ def refused(error: ServingError) -> bool:
 class LoadResult:
     """What the load saw. `errors` are failures other than the intended refusals."""
 
-    requests: int = 0
+    requests: int = 0  # cases sent
+    sent: int = 0  # the requests they took (see `Case.requests`)
     refused: int = 0
     errors: int = 0
     mismatches: int = 0
@@ -78,6 +84,7 @@ class LoadResult:
 
     def add(self, other: LoadResult) -> None:
         self.requests += other.requests
+        self.sent += other.sent
         self.refused += other.refused
         self.errors += other.errors
         self.mismatches += other.mismatches
@@ -130,6 +137,7 @@ def run_load(
                     result.problems.append(f"{case.name}: answer differs from the serial one")
             result.latencies.append(time.perf_counter() - began)
             result.requests += 1
+            result.sent += case.requests(client.batch_size)
         return result
 
     total = LoadResult()

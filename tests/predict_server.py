@@ -36,7 +36,8 @@ class ServedModel:
     with TF Serving's messages for an unknown model, version or signature.
 
     `delay` (seconds) is slept before each answer, to test client timeouts; `requests` counts
-    the requests received (from any number of server threads).
+    the requests received (from any number of server threads); `most_running` is the most
+    model runs that were under way at once.
     """
 
     def __init__(self, loaded, model_name: str = "transformer", version: int = 1):
@@ -45,6 +46,7 @@ class ServedModel:
         self.version = version
         self.delay = 0.0
         self.requests = 0
+        self.running = self.most_running = 0
         self._lock = threading.Lock()
 
     def received(self) -> None:
@@ -70,8 +72,15 @@ class ServedModel:
 
     def run(self, signature: str, sentences) -> dict:
         """The signature's outputs (numpy) for a list or 1-D array of sentences."""
-        outputs = self.loaded.signatures[signature](sentences=tf.constant(sentences, tf.string))
-        return {k: v.numpy() for k, v in outputs.items()}
+        with self._lock:
+            self.running += 1
+            self.most_running = max(self.most_running, self.running)
+        try:
+            outputs = self.loaded.signatures[signature](sentences=tf.constant(sentences, tf.string))
+            return {k: v.numpy() for k, v in outputs.items()}
+        finally:
+            with self._lock:
+                self.running -= 1
 
 
 class PredictServer(ServedModel):

@@ -148,14 +148,17 @@ def test_translate_and_resume_use_the_newest_whole_checkpoint(run, capsys):
     assert err[0].endswith(f"; using the latest checkpoint {whole}")
     assert err[1:] == [f"latest checkpoint: {whole}"]
 
+    torn_index = _index(torn).stat().st_ino
     code, out, err = _cli(
         capsys, "train", "--resume", "--run-dir", run.root, "--max-steps", "6", "--quiet"
     )
     assert code == 0 and "trained to step 6" in out
     assert len(err) == 1 and err[0].startswith(f"tf-transformer train: warning: {torn} is torn")
     assert err[0].endswith(f"resuming from {whole}, the newest whole one")
-    # Resumed from step 2: step 4 was trained again and saved whole over the torn one.
+    # Resumed from step 2: step 4 was trained again and saved whole in place of the torn one,
+    # whose files were removed first (its index not rewritten in place: a new file).
     assert checkpoint_problem(torn) is None
+    assert _index(torn).stat().st_ino != torn_index
     assert (
         tf.train.load_checkpoint(str(torn)).get_tensor("state/step/.ATTRIBUTES/VARIABLE_VALUE") == 4
     )
@@ -312,7 +315,7 @@ def test_a_failed_checkpoint_save_keeps_the_previous_one(run, capsys):
     )  # fmt: skip
     assert code == 2 and len(err) == 1, err
     assert err[0] == (
-        f"tf-transformer train: error: cannot write the checkpoint {run.checkpoints_path}/ckpt-4: "
+        f"tf-transformer train: error: cannot write the checkpoint {run.checkpoints_path}/ckpt-5: "
         f"File too large; the latest is still {run.checkpoints_path}/ckpt-4. Free some disk "
         "space, then continue with --resume."
     ), err
@@ -555,19 +558,48 @@ def test_a_replaced_best_or_average_stays_readable_until_the_next_replacement(tm
     assert checkpoint_problem(found) is None  # still whole: the reader can restore it
     save_model_checkpoint(model, folder, 3)
     assert checkpoint_candidates(folder) == [str(folder / "ckpt-3"), newer]
+    # Other weights of step 3 (the averaged ones after the training ones): a new number.
+    model.set_weights([w + 1 for w in model.get_weights()])
+    assert save_model_checkpoint(model, folder, 3) == str(folder / "ckpt-4")
+
+
+def test_no_checkpoint_number_is_saved_twice(run, monkeypatch):
+    """A run resumed at the end of an epoch (ckpt-4), saving every step of one-step epochs:
+    each step's save is followed by its epoch-end save, the resumed run's first save is step 4
+    again. Each number is written once (one fsync of its index, see `sync_checkpoint_files`),
+    and ckpt-4's files are left as they were."""
+    ckpt4 = run.checkpoints_path / "ckpt-4"
+    files = [_index(ckpt4), _data(ckpt4)]
+    before = [(p.stat().st_ino, p.stat().st_mtime_ns, p.read_bytes()) for p in files]
+    fsync, indexes = os.fsync, []
+
+    def recording_fsync(fd):  # the real fsync, recording which index files it synced
+        path = Path(os.readlink(f"/proc/self/fd/{fd}"))
+        if path.parent == run.checkpoints_path and path.suffix == ".index":
+            indexes.append(path.name)
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    code = cli.main(
+        ["train", "--resume", "--run-dir", str(run.root), "--max-steps", "6"]
+        + ["--checkpoint-every", "1", "--quiet"]
+    )
+    monkeypatch.undo()
+    assert code == 0
+    assert indexes == ["ckpt-5.index", "ckpt-6.index"]
+    assert [(p.stat().st_ino, p.stat().st_mtime_ns, p.read_bytes()) for p in files] == before
 
 
 def test_a_reader_beside_a_training_run_sees_no_torn_or_missing_checkpoint(run):
     """`train` saves a checkpoint every step (each tiny epoch is one step: the epoch-end saves)
     while this process reads the latest in a loop, as `translate --checkpoint latest` does
-    (`RunDir.checkpoint`, then every tensor): every read succeeds, with no warning.
-
-    Not covered: a step saved twice under one number (`--checkpoint-every 1` here would save
-    each step again at its epoch's end), whose index is rewritten in place."""
+    (`RunDir.checkpoint`, then every tensor): every read succeeds, with no warning. Each step's
+    save is followed by its epoch's end, which saves nothing (`test_no_checkpoint_number_is_
+    saved_twice`): an index rewritten in place would be read torn here now and then."""
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     trainer = subprocess.Popen(
         [sys.executable, "-m", "tf_transformer.cli", "train", "--resume", "--run-dir", run.root]
-        + ["--max-steps", "10", "--checkpoint-every", "1000", "--quiet"],
+        + ["--max-steps", "10", "--checkpoint-every", "1", "--quiet"],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

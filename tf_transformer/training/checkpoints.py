@@ -17,6 +17,7 @@ from tf_transformer.checkpoint_files import (
     TornCheckpointError,
     checkpoint_candidates,
     checkpoint_number,
+    checkpoint_problem,
     newest_intact,
     report_fallback,
     torn_note,
@@ -53,6 +54,12 @@ def sync_checkpoint_files(prefix: str) -> None:
     _fsync(os.path.dirname(prefix) or ".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
 
 
+def remove_checkpoint_files(prefix: str) -> None:
+    """Removes the files of the checkpoint at `prefix` (its index and data)."""
+    for path in Path(prefix).parent.glob(Path(prefix).name + ".*"):
+        path.unlink(missing_ok=True)
+
+
 def _fsync(path: str, flags: int) -> None:
     fd = os.open(path, flags)
     try:
@@ -77,10 +84,10 @@ class CheckpointManager(tf.train.CheckpointManager):
     - TensorFlow fsyncs none of it: after a machine crash or power loss the renamed state file
       can reach the disk before the data it names. `sync_checkpoint_files` runs as a write
       callback before the manager's, so the files are on disk before the state names them.
-    - A save under an existing number (the epoch-end save of a run resumed at the last step of
-      an epoch) replaces that checkpoint's data by a rename but rewrites its index in place: a
-      failure in between tears it while the state names it. Readers pass over torn
-      checkpoints (`restore_newest`, `RunDir.checkpoint`), so the one before it is used.
+    - A number the state names is never saved again (TensorFlow would rewrite its index in
+      place under a reader): `save` returns its prefix. The numbers are steps, so that is the
+      epoch-end save after the step's own, or a run resumed at an epoch's end. Only a torn one
+      (a run resumed past it) is written anew, its files removed first.
     - A failed save removes what it left (`PREFIX_temp/`, a new `PREFIX`'s files) and raises
       `WriteError`.
     - With `keep_unproven`, the newest checkpoint is "unproven" until `prove` (a training step's
@@ -124,8 +131,7 @@ class CheckpointManager(tf.train.CheckpointManager):
             self._record_state()
         else:
             Path(self.directory, "checkpoint").unlink(missing_ok=True)
-        for path in Path(bad).parent.glob(Path(bad).name + ".*"):
-            path.unlink(missing_ok=True)
+        remove_checkpoint_files(bad)
         return bad
 
     def save(self, checkpoint_number=None, check_interval=True, options=None):
@@ -138,6 +144,10 @@ class CheckpointManager(tf.train.CheckpointManager):
         else:
             number = int(np.asarray(checkpoint_number))
         prefix = f"{self.prefix}-{number}"
+        if prefix in self.checkpoints:  # saved already: its index is never rewritten in place
+            if checkpoint_problem(prefix) is None:
+                return prefix
+            remove_checkpoint_files(prefix)  # torn (resumed past it): written anew
         previous, unproven = self.latest_checkpoint, self.unproven
         if self.keep_unproven:
             self.unproven = prefix
@@ -149,8 +159,7 @@ class CheckpointManager(tf.train.CheckpointManager):
             self.unproven = unproven
             shutil.rmtree(prefix + "_temp", ignore_errors=True)
             if prefix not in self.checkpoints:  # files of a checkpoint no state file names
-                for path in Path(prefix).parent.glob(Path(prefix).name + ".*"):
-                    path.unlink(missing_ok=True)
+                remove_checkpoint_files(prefix)
             kept = f"the latest is still {previous}" if previous else "none was written"
             then = (
                 "Free some disk space, then continue with --resume."
@@ -164,10 +173,13 @@ class CheckpointManager(tf.train.CheckpointManager):
 
 def save_model_checkpoint(model: tf.keras.Model, folder: str | Path, number: int) -> str:
     """Writes `model_checkpoint(model)` as the newest checkpoint of `folder` (best/, averaged/),
-    numbered `number`. The one before stays until the next save, so a reader (`translate`
-    beside `train`) that found it just before this save can still read it."""
+    numbered `number`, or one past the newest there when that is not lower (other weights of
+    the same step: the averaged ones after the training ones). The one before stays until the
+    next save, so a reader (`translate` beside `train`) that found it just before this save can
+    still read it."""
     manager = CheckpointManager(model_checkpoint(model), str(folder), max_to_keep=2)
-    return manager.save(checkpoint_number=number)
+    newest = max(map(checkpoint_number, checkpoint_candidates(folder)), default=0)
+    return manager.save(checkpoint_number=max(number, newest + 1))
 
 
 def restore_newest(checkpoint: tf.train.Checkpoint, folder: str | Path) -> str | None:
@@ -249,8 +261,7 @@ def average_checkpoints(
         dtype = variable.numpy().dtype
         variable.assign((total / len(checkpoint_paths)).astype(dtype))
     # A new number each time: the previous average stays until this one is whole.
-    numbers = [checkpoint_number(p) for p in checkpoint_candidates(output_dir)]
-    return save_model_checkpoint(model, output_dir, max(numbers, default=0) + 1)
+    return save_model_checkpoint(model, output_dir, 1)
 
 
 def __getattr__(name: str):

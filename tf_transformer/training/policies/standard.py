@@ -118,7 +118,8 @@ class CoolDown(Policy):
 class Checkpoints(Policy):
     """Saves the run every `every` steps and at the steps `ValidateEvery` evaluates (so that
     `checkpoints/best/` names a step that `checkpoints/` holds too), at each epoch end and when
-    the run ends; never the same state twice.
+    the run ends; never the same state twice, and never a step already saved (the manager keeps
+    that checkpoint: see `CheckpointManager`).
 
     Args:
       progress: the run's progress (its `state` is in `manager`'s checkpoint).
