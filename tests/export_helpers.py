@@ -121,7 +121,7 @@ def trained_export() -> Path:
     corpus by `train`, exported with `DECODING`. Unlike `tiny_export()`, distinct sentences
     get distinct translations (tests/test_serving_load.py asserts it)."""
     from tf_transformer import cli
-    from tf_transformer.inference.export import export_run_dir
+    from tf_transformer.inference.serving.export import export_run_dir
 
     run_dir = _root() / "trained"
     flags = ["--preset", "tiny", "--max-steps", str(TRAINED_STEPS), "--quiet"]
