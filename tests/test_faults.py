@@ -136,7 +136,7 @@ def test_a_torn_latest_checkpoint_is_passed_over_for_the_one_before(run, damage)
     assert len(caught) == 1 and str(run.checkpoints_path / "ckpt-2") in str(caught[0].message)
 
 
-def test_translate_and_resume_use_the_newest_whole_checkpoint(run, capsys):
+def test_translate_and_resume_use_the_newest_whole_checkpoint(run, capsys, tmp_path):
     torn, whole = run.checkpoints_path / "ckpt-4", run.checkpoints_path / "ckpt-2"
     _cut(_data(torn), 1000)  # the case
     decode = ["--beam-size", "1", "--max-source-tokens", "4", "--max-new-tokens", "4"]
@@ -148,7 +148,9 @@ def test_translate_and_resume_use_the_newest_whole_checkpoint(run, capsys):
     assert err[0].endswith(f"; using the latest checkpoint {whole}")
     assert err[1:] == [f"latest checkpoint: {whole}"]
 
-    torn_index = _index(torn).stat().st_ino
+    # A second name for the torn index holds its inode, so a new file cannot reuse the number.
+    torn_index = tmp_path / "torn.index"
+    os.link(_index(torn), torn_index)
     code, out, err = _cli(
         capsys, "train", "--resume", "--run-dir", run.root, "--max-steps", "6", "--quiet"
     )
@@ -158,7 +160,7 @@ def test_translate_and_resume_use_the_newest_whole_checkpoint(run, capsys):
     # Resumed from step 2: step 4 was trained again and saved whole in place of the torn one,
     # whose files were removed first (its index not rewritten in place: a new file).
     assert checkpoint_problem(torn) is None
-    assert _index(torn).stat().st_ino != torn_index
+    assert not os.path.samefile(_index(torn), torn_index)
     assert (
         tf.train.load_checkpoint(str(torn)).get_tensor("state/step/.ATTRIBUTES/VARIABLE_VALUE") == 4
     )
