@@ -94,7 +94,7 @@ def test_float32_ids_equal_the_tensorflow_decoder(exports, beam_size):
 def test_text_equals_the_saved_models(exports, signature, beam_size):
     sentences = [*SENTENCES, "", "O Gato, (na) mesa?!"]
     expected = loaded_export().signatures[signature](sentences=tf.constant(sentences))
-    translator = open_translator(exports["none"].parent, beam_size=beam_size)
+    translator = open_translator(exports["none"].parent, DecodeConfig(beam_size=beam_size))
     assert translator.translate(sentences) == [
         text.decode("utf-8") for text in expected["translations"].numpy()
     ]
@@ -145,8 +145,9 @@ def test_the_runtime_needs_no_tensorflow(exports):
     """ai-edge-litert, numpy and regex: the runtime translates with TensorFlow unimportable."""
     script = (
         "import sys; sys.modules['tensorflow'] = None\n"
+        "from tf_transformer.config import DecodeConfig\n"
         "from tf_transformer.inference.load import open_translator\n"
-        f"t = open_translator({str(exports['none'])!r}, beam_size=3)\n"
+        f"t = open_translator({str(exports['none'])!r}, DecodeConfig(beam_size=3))\n"
         f"print(repr(t.translate({SENTENCES[:2]!r})))\n"
     )
     env = {**os.environ, "PYTHONPATH": REPO_ROOT}
