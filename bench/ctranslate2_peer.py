@@ -59,6 +59,27 @@ def tokenizers_for(config, directory: Path) -> Tokenizers:
     return Tokenizers(*paths)
 
 
+def peers(config, prefix: str):
+    """`(model, tokenizers, work folder, {"float32"|"int8": ctranslate2.Translator})`: the random
+    model of `config` (seed 0), its tokenizers and its CTranslate2 export at both precisions,
+    one thread each."""
+    import ctranslate2
+
+    tf.keras.utils.set_random_seed(0)
+    model = Transformer.from_config(config)
+    model.build()
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    tokenizers = tokenizers_for(config, work)
+    ct2_dir = export_ctranslate2((model, tokenizers), work / "ct2")
+    ct2 = {
+        compute: ctranslate2.Translator(
+            str(ct2_dir), device="cpu", compute_type=compute, intra_threads=1, inter_threads=1
+        )
+        for compute in ("float32", "int8")
+    }
+    return model, tokenizers, work, ct2
+
+
 def seconds(fn) -> float:
     start = time.perf_counter()
     fn()
@@ -122,19 +143,8 @@ def main() -> None:
     started = time.perf_counter()
     import ctranslate2
 
-    tf.keras.utils.set_random_seed(0)
     config = get_preset("tutorial")
-    model = Transformer.from_config(config)
-    model.build()
-    work = Path(tempfile.mkdtemp(prefix="ct2_peer_"))
-    tokenizers = tokenizers_for(config, work)
-    ct2_dir = export_ctranslate2((model, tokenizers), work / "ct2")
-    ct2 = {
-        compute: ctranslate2.Translator(
-            str(ct2_dir), device="cpu", compute_type=compute, intra_threads=1, inter_threads=1
-        )
-        for compute in ("float32", "int8")
-    }
+    model, tokenizers, work, ct2 = peers(config, "ct2_peer_")
     print(
         f"tutorial preset, random weights, batch 1; ctranslate2 {ctranslate2.__version__} "
         f"(1 thread); TensorFlow {tf.__version__} (default threads)"

@@ -24,7 +24,6 @@ import argparse
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -36,15 +35,13 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np
 import tensorflow as tf
-from ctranslate2_peer import seconds, tokenizers_for
+from ctranslate2_peer import peers, seconds
 from json_figures import add_json_flags, write_json
 
 from tf_transformer.config import DecodeConfig, get_preset
 from tf_transformer.inference.decoding.cached_decode import make_decode_fn
 from tf_transformer.inference.litert.export import export_litert
 from tf_transformer.inference.litert.runtime import LiteRTTranslator
-from tf_transformer.inference.serving.ctranslate2_export import export_ctranslate2
-from tf_transformer.model import Transformer
 from tf_transformer.text.special_tokens import RESERVED_TOKENS
 
 ENGINES = ("litert_fp32", "litert_int8", "litert_fp32_beam4", "ct2_fp32", "ct2_int8", "xla")
@@ -95,19 +92,8 @@ def main() -> None:
     started = time.perf_counter()
     import ctranslate2
 
-    tf.keras.utils.set_random_seed(0)
     config = get_preset(args.preset).replace(input_vocab_size=7765, target_vocab_size=7010)
-    model = Transformer.from_config(config)
-    model.build()
-    work = Path(tempfile.mkdtemp(prefix="litert_peer_"))
-    tokenizers = tokenizers_for(config, work)
-    ct2_dir = export_ctranslate2((model, tokenizers), work / "ct2")
-    ct2 = {
-        compute: ctranslate2.Translator(
-            str(ct2_dir), device="cpu", compute_type=compute, intra_threads=1, inter_threads=1
-        )
-        for compute in ("float32", "int8")
-    }
+    model, tokenizers, work, ct2 = peers(config, "litert_peer_")
     folders = {
         q: export_litert(tokenizers, model, work / q, quantization=q) for q in ("none", "int8")
     }

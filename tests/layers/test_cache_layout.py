@@ -47,8 +47,9 @@ class OneHotLayout:
         return q, heads(keys), heads(values), bias
 
 
-@pytest.mark.parametrize("beam_size", [1, 3])
-def test_a_layout_defined_outside_the_package_decodes_as_recompute(beam_size):
+def assert_decodes_as_recompute(layout, beam_size: int, **options) -> None:
+    """A tiny model decoded through `layout` (a CacheLayout class) gives recompute's ids and
+    scores, greedy or beam; `options` go to `make_decode_fn` (e.g. `jit_compile=True`)."""
     config = get_preset("tiny").replace(
         num_layers=2, d_model=16, dff=32, input_vocab_size=30, target_vocab_size=40
     )
@@ -57,7 +58,12 @@ def test_a_layout_defined_outside_the_package_decodes_as_recompute(beam_size):
     model.build()
     src = tf.constant([[2, 5, 6, 7, 8, 3], [2, 9, 3, 0, 0, 0]], tf.int64)
     kwargs = {"max_new_tokens": 6, "beam_size": beam_size, "min_length": 6}
-    toy = make_decode_fn(model, step_layout=OneHotLayout, **kwargs)(src)
+    ours = make_decode_fn(model, step_layout=layout, **options, **kwargs)(src)
     reference = make_decode_fn(model, recompute=True, **kwargs)(src)
-    np.testing.assert_array_equal(toy.ids.numpy(), reference.ids.numpy())
-    np.testing.assert_allclose(toy.scores.numpy(), reference.scores.numpy(), atol=1e-5)
+    np.testing.assert_array_equal(ours.ids.numpy(), reference.ids.numpy())
+    np.testing.assert_allclose(ours.scores.numpy(), reference.scores.numpy(), atol=1e-5)
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_a_layout_defined_outside_the_package_decodes_as_recompute(beam_size):
+    assert_decodes_as_recompute(OneHotLayout, beam_size)
