@@ -52,26 +52,27 @@ class DecoderLayer(SublayerBlock):
     def call(self, x, context=None, *, self_mask=None, cross_mask=None, training=None, cache=None):
         self_cache, cross_cache = (None, None) if cache is None else cache
         # Masked self-attention block.
-        h = self.norm1(x) if self.norm_first else x
-        attended, self_weights = self.self_attention(
-            h, h, attention_mask=self_mask, training=training, cache=self_cache
+        x, self_weights = self.residual(
+            1,
+            x,
+            lambda h: self.self_attention(
+                h, h, attention_mask=self_mask, training=training, cache=self_cache
+            ),
+            training=training,
         )
-        x = x + self.dropout1(attended, training=training)
-        if not self.norm_first:
-            x = self.norm1(x)
         # Cross-attention block: queries from the decoder, keys/values from the encoder.
-        h = self.norm2(x) if self.norm_first else x
-        attended, cross_weights = self.cross_attention(
-            h, context, attention_mask=cross_mask, training=training, cache=cross_cache
+        x, cross_weights = self.residual(
+            2,
+            x,
+            lambda h: self.cross_attention(
+                h, context, attention_mask=cross_mask, training=training, cache=cross_cache
+            ),
+            training=training,
         )
-        x = x + self.dropout2(attended, training=training)
-        if not self.norm_first:
-            x = self.norm2(x)
         # Feed-forward block.
-        h = self.norm3(x) if self.norm_first else x
-        x = x + self.dropout3(self.ffn(h, training=training), training=training)
-        if not self.norm_first:
-            x = self.norm3(x)
+        x, _ = self.residual(
+            3, x, lambda h: (self.ffn(h, training=training), None), training=training
+        )
         return x, self_weights, cross_weights
 
 

@@ -51,18 +51,16 @@ class EncoderLayer(SublayerBlock):
 
     def call(self, x, *, padding_mask=None, training=None):
         # Self-attention block.
-        h = self.norm1(x) if self.norm_first else x
-        attended, weights = self.self_attention(
-            h, h, attention_mask=padding_mask, training=training
+        x, weights = self.residual(
+            1,
+            x,
+            lambda h: self.self_attention(h, h, attention_mask=padding_mask, training=training),
+            training=training,
         )
-        x = x + self.dropout1(attended, training=training)
-        if not self.norm_first:
-            x = self.norm1(x)
         # Feed-forward block.
-        h = self.norm2(x) if self.norm_first else x
-        x = x + self.dropout2(self.ffn(h, training=training), training=training)
-        if not self.norm_first:
-            x = self.norm2(x)
+        x, _ = self.residual(
+            2, x, lambda h: (self.ffn(h, training=training), None), training=training
+        )
         return x, weights
 
 

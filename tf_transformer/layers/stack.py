@@ -19,8 +19,8 @@ class SublayerBlock(tf.keras.layers.Layer):
 
     A layer with `blocks` residual blocks gets `norm1 … normN` and `dropout1 … dropoutN`. Each
     block is `x = norm(x + dropout(sublayer(x)))` (post-norm, the paper) or
-    `x = x + dropout(sublayer(norm(x)))` (`norm_first=True`, pre-norm), written out in the
-    subclass's `call`. `attention_dropout` (on the attention weights) and `activation_dropout`
+    `x = x + dropout(sublayer(norm(x)))` (`norm_first=True`, pre-norm), written once in
+    `residual`, which the subclass's `call` runs once per block. `attention_dropout` (on the attention weights) and `activation_dropout`
     (after the feed-forward activation) go to the sublayers; like `dropout_rate`, training only.
     `activation` is the feed-forward's ("relu" or "gelu").
     """
@@ -78,6 +78,26 @@ class SublayerBlock(tf.keras.layers.Layer):
             setattr(self, f"norm{i}", layer_norm(f"norm{i}", policy))
         for i in range(1, self.blocks + 1):
             setattr(self, f"dropout{i}", tf.keras.layers.Dropout(self.dropout_rate, dtype=policy))
+
+    def residual(self, block: int, x, sublayer, *, training=None):
+        """Residual block `block` (1 … `blocks`) around `sublayer`, with `norm{block}` and
+        `dropout{block}`: post-norm `norm(x + dropout(y))`, pre-norm `x + dropout(y)` with
+        `y` computed from `norm(x)`.
+
+        Args:
+          block: the block's number, which picks its norm and dropout.
+          x: the block's input, `(..., d_model)`.
+          sublayer: `h -> (y, extra)`: the sublayer on `h`, `(..., d_model)` like `x`, and
+            whatever else it returns (attention weights, an updated cache, or None).
+          training: dropout on when True.
+
+        Returns:
+          `(x, extra)`: the block's output and the sublayer's `extra`.
+        """
+        norm = getattr(self, f"norm{block}")
+        y, extra = sublayer(norm(x) if self.norm_first else x)
+        x = x + getattr(self, f"dropout{block}")(y, training=training)
+        return (x if self.norm_first else norm(x)), extra
 
     def build(self, *args, **kwargs):
         # Explicit builds: Keras 3 would otherwise trace `call` symbolically to find the weights,
