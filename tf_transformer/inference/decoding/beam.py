@@ -21,6 +21,7 @@ from tf_transformer.inference.decoding.search import (
     LogitsFn,
     SplitCache,
     banned_tokens,
+    decode_loop,
     trim,
     write_column,
 )
@@ -123,13 +124,6 @@ def beam_search(
     # Only beam 0 is live at the start, so the first step does not pick the same token k times.
     first = tf.concat([[0.0], tf.fill([beam_size - 1], -float("inf"))], axis=0)
     log_probs = tf.tile(first[tf.newaxis, :], [batch_size, 1])  # (batch, beam)
-    lengths = tf.zeros([batch_size, beam_size], tf.int32)
-    finished = tf.zeros([batch_size, beam_size], tf.bool)
-
-    def cond(step, ids, log_probs, lengths, finished, cache):
-        # A beam stuck at -inf (fewer valid candidates than beams) can never win: count it done.
-        done = finished | tf.math.is_inf(log_probs)
-        return (step < max_new_tokens) & ~tf.reduce_all(done)
 
     # A finished beam has one continuation, PAD, at no cost.
     pad_only = tf.concat([[0.0], tf.fill([beam_size - 1], -float("inf"))], axis=0)
@@ -161,11 +155,14 @@ def beam_search(
         cache = gather_beams(cache, parents)
         return step + 1, ids, log_probs, lengths, finished, cache
 
-    steps, ids, log_probs, lengths, _, _ = tf.while_loop(
-        cond,
+    steps, ids, log_probs, lengths = decode_loop(
         body,
-        (tf.constant(0), ids, log_probs, lengths, finished, cache),
-        maximum_iterations=max_new_tokens,
+        ids,
+        log_probs,
+        cache,
+        max_new_tokens,
+        # A beam stuck at -inf (fewer valid candidates than beams) can never win: count it done.
+        done=lambda finished, log_probs: finished | tf.math.is_inf(log_probs),
     )
     scores = log_probs / gnmt_length_penalty(lengths, length_penalty)
     # Sort best first (top_k already ranks by score; sorting again makes it explicit and stable).

@@ -9,6 +9,7 @@ import tensorflow as tf
 from tf_transformer.inference.decoding.search import (
     DecodeOutput,
     LogitsFn,
+    decode_loop,
     next_token_log_probs,
     trim,
     write_column,
@@ -47,11 +48,6 @@ def greedy_decode(
     ids = tf.fill([batch_size, width], 0)
     ids = write_column(ids, 0, tf.fill([batch_size], start_id))
     log_probs = tf.zeros([batch_size], tf.float32)
-    lengths = tf.zeros([batch_size], tf.int32)
-    finished = tf.zeros([batch_size], tf.bool)
-
-    def cond(step, ids, log_probs, lengths, finished, cache):
-        return (step < max_new_tokens) & ~tf.reduce_all(finished)
 
     def body(step, ids, log_probs, lengths, finished, cache):
         logits, cache = logits_fn(tf.gather(ids, step, axis=1), step, cache)
@@ -66,11 +62,8 @@ def greedy_decode(
         finished |= tf.equal(token, end_id)
         return step + 1, ids, log_probs, lengths, finished, cache
 
-    steps, ids, log_probs, lengths, _, _ = tf.while_loop(
-        cond,
-        body,
-        (tf.constant(0), ids, log_probs, lengths, finished, initial_cache),
-        maximum_iterations=max_new_tokens,
+    steps, ids, log_probs, lengths = decode_loop(
+        body, ids, log_probs, initial_cache, max_new_tokens
     )
     output = DecodeOutput(ids, log_probs, log_probs, lengths, steps)
     return trim(output) if trim_ids else output

@@ -98,6 +98,47 @@ def write_column(buffer: tf.Tensor, column: tf.Tensor | int, values: tf.Tensor) 
     return buffer + values[..., tf.newaxis] * one_hot
 
 
+def decode_loop(
+    body: Callable[..., tuple],
+    ids: tf.Tensor,
+    log_probs: tf.Tensor,
+    cache: Any,
+    max_new_tokens: int,
+    *,
+    done: Callable[[tf.Tensor, tf.Tensor], tf.Tensor] | None = None,
+) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
+    """The one decoding `tf.while_loop`: `body` from step 0 until every row is done, or for
+    `max_new_tokens` steps.
+
+    Args:
+      body: `(step, ids, log_probs, lengths, finished, cache) -> the same, one step later`.
+      ids: the id buffer, START in column 0 (`write_column`).
+      log_probs: float32, the rows' starting log-probabilities; `lengths` start at 0 and
+        `finished` at False, of the same shape.
+      cache: the step-0 cache.
+      max_new_tokens: the most steps.
+      done: `(finished, log_probs) -> bool` per row, when a row needs no more steps (default:
+        `finished`).
+
+    Returns:
+      `(steps, ids, log_probs, lengths)` after the last step.
+    """
+
+    def cond(step, ids, log_probs, lengths, finished, cache):
+        rows_done = finished if done is None else done(finished, log_probs)
+        return (step < max_new_tokens) & ~tf.reduce_all(rows_done)
+
+    lengths = tf.zeros_like(log_probs, tf.int32)
+    finished = tf.zeros_like(log_probs, tf.bool)
+    steps, ids, log_probs, lengths, _, _ = tf.while_loop(
+        cond,
+        body,
+        (tf.constant(0), ids, log_probs, lengths, finished, cache),
+        maximum_iterations=max_new_tokens,
+    )
+    return steps, ids, log_probs, lengths
+
+
 def next_token_log_probs(
     logits: tf.Tensor, step: tf.Tensor, min_length: int, end_id: int
 ) -> tf.Tensor:
