@@ -181,34 +181,21 @@ def make_batches(
 
 
 def padded_batches(
-    pairs_ds: tf.data.Dataset,
-    tokenizers,
-    *,
-    batch_size: int = 64,
-    max_tokens: int = 128,
-    drop_long: bool = False,
-    shuffle: bool = True,
-    shuffle_buffer: int = 20000,
-    seed: int | None = None,
-    cache: bool = True,
+    pairs_ds: tf.data.Dataset, tokenizers, *, batch_size: int = 64, **options
 ) -> tf.data.Dataset:
     """Plain fixed-size batches padded to their longest example (no bucketing).
 
-    The arguments are those of `make_batches`, with a fixed `batch_size` instead of a budget.
+    Args:
+        pairs_ds: scalar ``tf.string`` ``(source, target)`` pairs.
+        tokenizers: a `Tokenizers` (or its reloaded SavedModel).
+        batch_size: examples per batch.
+        **options: those of `prepare_examples` (`max_tokens`, `drop_long`, `shuffle`,
+            `shuffle_buffer`, `seed`, `cache`), with its defaults.
 
     Returns:
         A prefetched dataset of ``((src, tgt_in), tgt_out)`` int64 ``(batch, len)`` batches.
     """
-    examples = prepare_examples(
-        pairs_ds,
-        tokenizers,
-        max_tokens=max_tokens,
-        drop_long=drop_long,
-        shuffle=shuffle,
-        shuffle_buffer=shuffle_buffer,
-        seed=seed,
-        cache=cache,
-    )
+    examples = prepare_examples(pairs_ds, tokenizers, **options)
     return examples.padded_batch(batch_size).prefetch(tf.data.AUTOTUNE)
 
 
