@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import shlex
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 from tf_transformer.commands import (
@@ -122,15 +121,9 @@ def run(args: argparse.Namespace) -> int:
         "warmup_batch_sizes": args.warmup_batch_sizes,
     }
 
-    with run_checkpoint(args) as (which, checkpoint):
-        path = export_run_dir(
-            args.run_dir,
-            out,
-            version=args.version,
-            checkpoint=checkpoint,
-            **{k: v for k, v in options.items() if v is not None},
-        )
-    print(f"Exported version {path.name} to {path} from the {which} checkpoint {checkpoint}")
+    options = {k: v for k, v in options.items() if v is not None}
+    path, source = export_checkpoint(args, export_run_dir, out, version=args.version, **options)
+    print(f"Exported version {path.name} to {path} {source}")
     print(
         "Signatures: serving_default (beam search), greedy, attention"
         + ("; decoding compiled with XLA." if args.jit_compile else ".")
@@ -158,16 +151,24 @@ def serving_commands(base: Path, *, jit_compile: bool = False) -> str:
     )
 
 
-@contextlib.contextmanager
-def run_checkpoint(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
-    """Inside `model_loading`: the run's checkpoint that --checkpoint picks, `(which, prefix)`
-    ("not a run directory" is said before "no checkpoint")."""
+def export_checkpoint(
+    args: argparse.Namespace, export: Callable[..., Path], out: Path | str, **options
+) -> tuple[Path, str]:
+    """Inside `model_loading`: `export(RUN_DIR, out, checkpoint=PREFIX, **options)` with the
+    run's checkpoint that --checkpoint picks ("not a run directory" is said before "no
+    checkpoint").
+
+    Returns:
+      The export's path, and where it came from: "from the best checkpoint PREFIX".
+    """
     from tf_transformer.run_dir import RunDir
 
     with model_loading(args.run_dir):
         run = RunDir(args.run_dir)
         run.read_config()
-        yield run.checkpoint(args.checkpoint)
+        which, checkpoint = run.checkpoint(args.checkpoint)
+        path = export(args.run_dir, out, checkpoint=checkpoint, **options)
+    return path, f"from the {which} checkpoint {checkpoint}"
 
 
 def refuse_saved_model_flags(args: argparse.Namespace, form: str, flags: tuple[str, ...]) -> None:
@@ -199,9 +200,8 @@ def export_ctranslate2(args: argparse.Namespace) -> int:
     out = Path(args.out or Path("saved_models") / f"{Path(args.run_dir).resolve().name}-ct2")
     if out.exists():
         raise FileExistsError(f"{out} exists; a CTranslate2 export is never overwritten.")
-    with run_checkpoint(args) as (which, checkpoint):
-        path = convert(args.run_dir, out, quantization=args.quantization, checkpoint=checkpoint)
-    print(f"Exported a CTranslate2 model to {path} from the {which} checkpoint {checkpoint}")
+    path, source = export_checkpoint(args, convert, out, quantization=args.quantization)
+    print(f"Exported a CTranslate2 model to {path} {source}")
     return 0
 
 
@@ -218,19 +218,15 @@ def export_litert(args: argparse.Namespace) -> int:
     from tf_transformer.inference.litert.export import export_litert_run_dir
 
     out = Path(args.out or Path("saved_models") / f"{Path(args.run_dir).resolve().name}-litert")
-    with run_checkpoint(args) as (which, checkpoint):
-        path = export_litert_run_dir(
-            args.run_dir,
-            out,
-            version=args.version,
-            checkpoint=checkpoint,
-            quantization=quantization,
-            config=decode_config(args),
-        )
-    print(
-        f"Exported LiteRT version {path.name} ({quantization}) to {path} from the {which} "
-        f"checkpoint {checkpoint}"
+    path, source = export_checkpoint(
+        args,
+        export_litert_run_dir,
+        out,
+        version=args.version,
+        quantization=quantization,
+        config=decode_config(args),
     )
+    print(f"Exported LiteRT version {path.name} ({quantization}) to {path} {source}")
     print(
         f'Translate with it (ai-edge-litert, no TensorFlow): tf-transformer translate {shlex.quote(str(out))} "o gato bebe ."'
     )
