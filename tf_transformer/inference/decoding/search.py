@@ -25,9 +25,9 @@ The cache is either
 
 `tf_transformer.inference.decoding.cached_decode` builds the function from a `Transformer`.
 
-Everything is built for `tf.function`: one `tf.while_loop` that stops when every sequence has
-emitted END, a fixed-size `(batch, max_new_tokens + 1)` id buffer written one column per step,
-and a fixed-size model cache, so XLA (`jit_compile=True`) can compile the whole loop.
+Everything is built for `tf.function`: one `tf.while_loop` (`decode_loop`) that stops when every
+sequence has emitted END, a fixed-size `(batch, max_new_tokens + 1)` id buffer written one column
+per step, and a fixed-size model cache, so XLA (`jit_compile=True`) can compile the whole loop.
 
 Conventions: the returned ids start with START and hold PAD (0) after END; a finished sequence
 keeps feeding PAD at no cost; `lengths` count the generated tokens, END included, START
