@@ -82,6 +82,15 @@ def pytest_xdist_make_scheduler(config, log):
         def _split_scope(self, nodeid: str) -> str:
             return module_group(nodeid.split("::")[0])
 
+        def _reschedule(self, node) -> None:
+            # xdist hands a worker its next group when 2 of its tests are left; a worker
+            # runs a test once it knows the next, so with 1 left it is idle. Waiting for that
+            # keeps the next group free for whichever worker runs out first: a long last test
+            # (a 40 s one) no longer leaves the other worker idle at the end of the suite.
+            if self.workqueue and self._pending_of(self.assigned_work[node]) > 1:
+                return
+            super()._reschedule(node)
+
     return GroupScheduling(config, log)
 
 
