@@ -50,7 +50,7 @@ def test_make_tests_workers_run_a_module_whole():
     """Under xdist itself, with `make test`'s flags: each module's tests on one worker (a
     distribution that ignores the groups spreads them over both, as loadgroup did silently)."""
     env = {name: value for name, value in os.environ.items() if not name.startswith("PYTEST_")}
-    modules = ["tests/test_masks.py", "tests/training/step/test_schedule.py"]
+    modules = ["tests/config/test_config.py", "tests/test_bench_json.py"]  # no TensorFlow import
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v", "-n", "2"]
         + ["--dist", "loadfile", "--no-loadscope-reorder", *modules],
