@@ -61,21 +61,16 @@ def group_costs(items: list[pytest.Item]) -> dict[str, float]:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """The costliest groups first (the order workers receive them under `make test`): a worker
-    takes the next group when it is nearly done, so the long ones start early and short ones
+    takes the next group when it has run out (`group_scheduling`), so the long ones start early and short ones
     fill in at the end. Equal costs keep the collection order. No file list here: each module
     declares its cost beside its tests (`declared_cost`)."""
     costs = group_costs(items)
     items.sort(key=lambda item: -costs[module_group(item.nodeid.split("::")[0])])
 
 
-@pytest.hookimpl(tryfirst=True, optionalhook=True)  # without xdist, not called
-def pytest_xdist_make_scheduler(config, log):
-    """Under `--dist loadfile` (`make test`), a group (see `module_group`) runs whole on one
-    worker, so module-scoped fixtures and the shared export are built once, not once per worker
-    that runs a piece of them. (xdist's own `loadgroup` marks do not group under pytest 9.2:
-    pytest-xdist issue 1386.)"""
-    if config.getvalue("dist") != "loadfile":
-        return None
+def group_scheduling() -> type:
+    """xdist's `--dist loadfile` scheduler with a group (see `module_group`) as its unit, which
+    gives a worker its next group only once the worker has run out (see `_reschedule`)."""
     from xdist.scheduler import LoadFileScheduling
 
     class GroupScheduling(LoadFileScheduling):
@@ -91,7 +86,18 @@ def pytest_xdist_make_scheduler(config, log):
                 return
             super()._reschedule(node)
 
-    return GroupScheduling(config, log)
+    return GroupScheduling
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # without xdist, not called
+def pytest_xdist_make_scheduler(config, log):
+    """Under `--dist loadfile` (`make test`), a group (see `module_group`) runs whole on one
+    worker, so module-scoped fixtures and the shared export are built once, not once per worker
+    that runs a piece of them. (xdist's own `loadgroup` marks do not group under pytest 9.2:
+    pytest-xdist issue 1386.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    return group_scheduling()(config, log)
 
 
 @pytest.fixture
