@@ -61,11 +61,32 @@ def group_costs(items: list[pytest.Item]) -> dict[str, float]:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """The costliest groups first (the order workers receive them under `make test`): a worker
-    takes the next group when it is nearly done, so the long ones start early and short ones
+    takes the next group when it has run out (`group_scheduling`), so the long ones start early and short ones
     fill in at the end. Equal costs keep the collection order. No file list here: each module
     declares its cost beside its tests (`declared_cost`)."""
     costs = group_costs(items)
     items.sort(key=lambda item: -costs[module_group(item.nodeid.split("::")[0])])
+
+
+def group_scheduling() -> type:
+    """xdist's `--dist loadfile` scheduler with a group (see `module_group`) as its unit, which
+    gives a worker its next group only once the worker has run out (see `_reschedule`)."""
+    from xdist.scheduler import LoadFileScheduling
+
+    class GroupScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return module_group(nodeid.split("::")[0])
+
+        def _reschedule(self, node) -> None:
+            # xdist hands a worker its next group when 2 of its tests are left; a worker
+            # runs a test once it knows the next, so with 1 left it is idle. Waiting for that
+            # keeps the next group free for whichever worker runs out first: a long last test
+            # (a 40 s one) no longer leaves the other worker idle at the end of the suite.
+            if self.workqueue and self._pending_of(self.assigned_work[node]) > 1:
+                return
+            super()._reschedule(node)
+
+    return GroupScheduling
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)  # without xdist, not called
@@ -76,13 +97,7 @@ def pytest_xdist_make_scheduler(config, log):
     pytest-xdist issue 1386.)"""
     if config.getvalue("dist") != "loadfile":
         return None
-    from xdist.scheduler import LoadFileScheduling
-
-    class GroupScheduling(LoadFileScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return module_group(nodeid.split("::")[0])
-
-    return GroupScheduling(config, log)
+    return group_scheduling()(config, log)
 
 
 @pytest.fixture

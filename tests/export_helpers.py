@@ -112,7 +112,7 @@ def loaded_export():
     return tf.saved_model.load(str(tiny_export()[0]))
 
 
-TRAINED_STEPS = 300  # enough for different sentences to get different translations
+TRAINED_STEPS = 100  # enough for different sentences to get different translations
 
 
 @functools.cache

@@ -5,10 +5,11 @@ import re
 import subprocess
 import sys
 from collections import defaultdict
+from types import SimpleNamespace
 
 import pytest
 
-from tests.conftest import REPO_ROOT, module_group
+from tests.conftest import REPO_ROOT, group_scheduling, module_group
 
 pytestmark = pytest.mark.cost(40)  # seconds in make test (measured)
 
@@ -50,7 +51,7 @@ def test_make_tests_workers_run_a_module_whole():
     """Under xdist itself, with `make test`'s flags: each module's tests on one worker (a
     distribution that ignores the groups spreads them over both, as loadgroup did silently)."""
     env = {name: value for name, value in os.environ.items() if not name.startswith("PYTEST_")}
-    modules = ["tests/test_masks.py", "tests/training/step/test_schedule.py"]
+    modules = ["tests/config/test_config.py", "tests/test_bench_json.py"]  # no TensorFlow import
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v", "-n", "2"]
         + ["--dist", "loadfile", "--no-loadscope-reorder", *modules],
@@ -66,3 +67,43 @@ def test_make_tests_workers_run_a_module_whole():
     for worker, module in re.findall(r"\[(gw\d)\] \[ *\d+%\] PASSED (\S+?\.py)::", result.stdout):
         workers[module].add(worker)
     assert sorted(workers) == modules and all(len(w) == 1 for w in workers.values()), workers
+
+
+class FakeWorker:
+    """What the scheduler calls on an xdist worker: the indices of the tests it is sent."""
+
+    shutting_down = False
+
+    def __init__(self, name):
+        self.gateway, self.sent = SimpleNamespace(id=name), []
+
+    def send_runtest_some(self, indices):
+        self.sent.extend(indices)
+
+    def shutdown(self):
+        self.shutting_down = True
+
+
+def test_a_worker_gets_its_next_group_only_once_it_has_run_out():
+    """A worker runs a test once it knows the next: with one test left it is idle. The next
+    group waits for that, so it goes to whichever worker runs out first (xdist's own rule, two
+    tests left, could hand it to a worker still busy with a long test while the other idles)."""
+    three = ["tests/test_masks.py::a", "tests/test_masks.py::b", "tests/test_masks.py::c"]
+    other = ["tests/config/test_config.py::a", "tests/config/test_config.py::b"]
+    other.append("tests/config/test_config.py::c")
+    last = ["tests/test_bench_json.py::a"]
+    collection = [*three, *other, *last]
+    options = {"tx": ["2*popen"], "dist": "loadfile"}
+    config = SimpleNamespace(getvalue=options.get, option=SimpleNamespace(loadscopereorder=False))
+    scheduler = group_scheduling()(config)
+    first, second = FakeWorker("gw0"), FakeWorker("gw1")
+    for worker in (first, second):
+        scheduler.add_node(worker)
+        scheduler.add_node_collection(worker, collection)
+    scheduler.schedule()
+    assert (first.sent, second.sent) == ([0, 1, 2], [3, 4, 5])
+    scheduler.mark_test_complete(first, 0)  # two left, the first of them running
+    assert first.sent == [0, 1, 2]
+    scheduler.mark_test_complete(second, 3)
+    scheduler.mark_test_complete(second, 4)  # one left: idle
+    assert (first.sent, second.sent) == ([0, 1, 2], [3, 4, 5, 6])

@@ -107,6 +107,9 @@ def test_finished_sequence_emits_pad_while_others_continue():
 
 @pytest.fixture(scope="module")
 def model():
+    # Seeded: unseeded, the weights differed from run to run, and one `make test` run in three
+    # saw XLA's beam-4 ids differ from the graph's in one row (a near-tie, as we read it).
+    tf.keras.utils.set_random_seed(0)
     return tiny_model()
 
 
