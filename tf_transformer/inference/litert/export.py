@@ -90,7 +90,8 @@ def step_function(model, cache_length: int):
             tf.TensorSpec([None, 1, heads, None, depth], dtype, name=n)
             for n in _cross_names(layers)
         ],
-        *[tf.TensorSpec([None, 1, heads, cache_length, depth], dtype, name=n) for n in cache],
+        # Any length up to cache_length: a runtime sizes the caches to its calls' cap.
+        *[tf.TensorSpec([None, 1, heads, None, depth], dtype, name=n) for n in cache],
     ]
 
     @tf.function(input_signature=specs)
