@@ -6,7 +6,8 @@ Run from the repository root (needs ``pip install ctranslate2 ai-edge-litert``):
         [--json PATH]
 
 The tutorial preset with random weights (synthetic vocabularies, as bench/ctranslate2_peer.py)
-is exported as LiteRT float32 and int8 (`export_litert`, the default 128-position cache) and as
+is exported as LiteRT float32 and int8 (`export_litert`, a 128-position cache; the runtime holds
+N positions, its `max_new_tokens`, as our XLA decoder and CTranslate2 are told N) and as
 a CTranslate2 model (float32 weights, loaded as float32 and int8). Every engine runs one thread
 (LiteRT ``num_threads=1``, CTranslate2 ``intra_threads=1``; our XLA decoder TensorFlow's default
 threads, as in bench/ctranslate2_peer.py) and decodes the same 22-token source ids at batch 1,
@@ -21,6 +22,7 @@ last line is machine-readable (N = the first length)::
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -40,7 +42,7 @@ from json_figures import add_json_flags, write_json
 
 from tf_transformer.config import DecodeConfig, get_preset
 from tf_transformer.inference.decoding.cached_decode import make_decode_fn
-from tf_transformer.inference.litert.export import export_litert
+from tf_transformer.inference.litert.export import METADATA_FILE, export_litert
 from tf_transformer.inference.litert.runtime import LiteRTTranslator
 from tf_transformer.text.special_tokens import RESERVED_TOKENS
 
@@ -81,6 +83,10 @@ def engines_for(model, n: int, litert: dict, ct2: dict) -> dict:
     }
 
 
+def cache_length(folder: Path) -> int:
+    return json.loads((folder / METADATA_FILE).read_text(encoding="utf-8"))["cache_length"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
@@ -97,13 +103,9 @@ def main() -> None:
     folders = {
         q: export_litert(tokenizers, model, work / q, quantization=q) for q in ("none", "int8")
     }
-    decoding = DecodeConfig(max_new_tokens=max(args.lengths))
-    litert = {q: LiteRTTranslator(folder, decoding, num_threads=1) for q, folder in folders.items()}
-    # Its own interpreters, as a server would have: a batch of 4 rows resizes the step's inputs.
-    litert["beam"] = LiteRTTranslator(folders["none"], decoding, num_threads=1)
     print(
-        f"{args.preset} preset, random weights, batch 1; LiteRT cache of "
-        f"{litert['none'].cache_length} positions (1 thread); ctranslate2 "
+        f"{args.preset} preset, random weights, batch 1; LiteRT (1 thread) caches of N "
+        f"positions (the export's {cache_length(folders['none'])}); ctranslate2 "
         f"{ctranslate2.__version__} (1 thread); TensorFlow {tf.__version__} XLA (default threads)"
     )
     rng = np.random.default_rng(0)
@@ -115,6 +117,10 @@ def main() -> None:
         )
     results, cases = {}, []
     for n in args.lengths:
+        decoding = DecodeConfig(max_new_tokens=n)
+        litert = {q: LiteRTTranslator(f, decoding, num_threads=1) for q, f in folders.items()}
+        # Its own interpreters, as a server would have: a batch of 4 rows resizes the step's inputs.
+        litert["beam"] = LiteRTTranslator(folders["none"], decoding, num_threads=1)
         engines = engines_for(model, n, litert, ct2)
         for name, run in engines.items():  # compile, warm up; every engine makes n tokens
             generated = {run(source) for source in sources}

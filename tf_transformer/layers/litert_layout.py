@@ -37,6 +37,16 @@ class LiteRTLayout(GraphLayout):
         update = tf.reshape(x, (-1, 1, self.num_heads, 1, self.depth))
         return xla.dynamic_update_slice(storage, update, where)
 
+    def read(self, q, keys, values, bias, group, where=None):
+        """As `GraphLayout.read`; for self-attention, the bias row (the export's cache length)
+        cut to the cache given: a runtime may hold fewer positions than the export."""
+        q, keys, values, bias = super().read(q, keys, values, bias, group, where)
+        if where is not None:  # tf.slice: a Python slice of a dynamic shape needs Flex
+            rank = bias.shape.rank
+            size = tf.concat([tf.fill([rank - 1], -1), tf.shape(keys)[3:4]], axis=0)
+            bias = tf.slice(bias, tf.zeros([rank], tf.int32), size)
+        return q, keys, values, bias
+
     def written(self, storage, where):
         """The position `where` wrote, `(rows, d_model)` (what the exported step hands back)."""
         return tf.reshape(tf.gather(storage, where[3], axis=3), (-1, self.d_model))

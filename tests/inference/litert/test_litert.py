@@ -74,15 +74,17 @@ def test_builtin_ops_only_and_the_cache_written_in_place(exports, quantization):
 
 
 @pytest.mark.parametrize("beam_size", [1, 3])
-def test_float32_ids_equal_the_tensorflow_decoder(exports, beam_size):
+@pytest.mark.parametrize("max_new_tokens", [None, 4])  # 4: caches shorter than the export's
+def test_float32_ids_equal_the_tensorflow_decoder(exports, beam_size, max_new_tokens):
     _, _, model = tiny_objects()
-    translator = LiteRTTranslator(exports["none"])
+    translator = LiteRTTranslator(exports["none"], DecodeConfig(max_new_tokens=max_new_tokens))
     src = source_batch(translator)
     ours = translator.decode(src, beam_size)
     exported = DECODING.resolved(model.config.max_length)  # what the export baked in
+    assert translator.cache_positions() == (max_new_tokens or exported.max_new_tokens)
     decode = make_decode_fn(
         model,
-        max_new_tokens=exported.max_new_tokens,
+        max_new_tokens=translator.config.max_new_tokens,
         beam_size=beam_size,
         length_penalty=exported.length_penalty,
     )

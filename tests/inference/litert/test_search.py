@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from tf_transformer.inference.decoding.beam import beam_search as tf_beam_search
 from tf_transformer.inference.decoding.greedy import greedy_decode
-from tf_transformer.inference.litert.search import beam_search, greedy
+from tf_transformer.inference.litert.search import beam_search, greedy, top_k
 from tf_transformer.text.special_tokens import END_ID
 
 VOCAB, STEPS, BATCH = 12, 7, 3
@@ -49,3 +49,12 @@ def test_beam_search_chooses_as_tensorflow(seed, penalty):
     expected = tf_beam_search(logits_fn, (), BATCH, 3, STEPS, penalty, min_length=1).ids.numpy()
     ours = beam_search(run_step, BATCH, 3, STEPS, penalty, min_length=1)
     assert padded(ours, expected.shape[1]).tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize("k", [1, 4])
+def test_top_k_on_long_rows_breaks_ties_as_tensorflow(k):
+    # Few distinct values: ties everywhere, -inf (a banned token) among them; 3-D as beams.
+    x = np.random.default_rng(k).integers(0, 4, size=(2, 3, 40)).astype(np.float32)
+    x[0, 0, :30] = -np.inf
+    expected = tf.math.top_k(x, k).indices.numpy()
+    assert top_k(x, k).tolist() == expected.tolist()

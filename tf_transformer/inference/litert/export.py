@@ -20,8 +20,10 @@ quantization (int8 weights, float activations).
     inputs: ``ids`` int32 ``[rows]`` (the tokens at position ``step``: START at 0);
     ``step`` int32 ``[]``; ``cross_bias`` and per layer ``cross_key_i``, ``cross_value_i`` (the
     encoder's, each sentence's row repeated per beam); per layer ``self_key_i``,
-    ``self_value_i`` float32 ``[rows, 1, heads, cache_length, depth]``, the self-attention
-    cache (zeros at the start; positions after ``step`` are ignored);
+    ``self_value_i`` float32 ``[rows, 1, heads, positions, depth]``, the self-attention
+    cache, ``positions`` any length from ``step + 1`` to ``cache_length`` (attention reads
+    every position, so a runtime holds as many as its calls decode at most: `max_new_tokens`)
+    (zeros at the start; positions after ``step`` are ignored);
     outputs, in order: ``logits`` float32 ``[rows, target_vocab]`` (for position ``step + 1``),
     then ``written`` float32 ``[2 * num_layers, rows, d_model]``: the keys and values of
     position ``step`` (layer 0's key, its value, layer 1's key, ...), which the caller writes
@@ -90,7 +92,8 @@ def step_function(model, cache_length: int):
             tf.TensorSpec([None, 1, heads, None, depth], dtype, name=n)
             for n in _cross_names(layers)
         ],
-        *[tf.TensorSpec([None, 1, heads, cache_length, depth], dtype, name=n) for n in cache],
+        # Any length up to cache_length: a runtime sizes the caches to its calls' cap.
+        *[tf.TensorSpec([None, 1, heads, None, depth], dtype, name=n) for n in cache],
     ]
 
     @tf.function(input_signature=specs)

@@ -65,7 +65,8 @@ def read_export(folder: Path) -> dict:
 
 
 class _Interpreter:
-    """An interpreter with its tensors by name and numpy views into them."""
+    """An interpreter with its tensors by name, and numpy views into its inputs held between
+    calls (a view costs about as much as a small op: a step made a dozen)."""
 
     def __init__(self, path: Path, num_threads: int | None):
         try:
@@ -77,26 +78,44 @@ class _Interpreter:
             ) from None
 
         self.interpreter = Interpreter(model_path=str(path), num_threads=num_threads)
-        self.inputs = {d["name"]: d["index"] for d in self.interpreter.get_input_details()}
+        details = self.interpreter.get_input_details()
+        self.inputs = {d["name"]: d["index"] for d in details}
+        self.signatures = {d["name"]: tuple(d["shape_signature"]) for d in details}
         self.outputs = [d["index"] for d in self.interpreter.get_output_details()]
         self.shapes: dict[str, tuple] = {}
+        self.views: dict[str, np.ndarray] = {}
+        self.checked = True
 
     def resize(self, shapes: dict[str, tuple]) -> bool:
         """Resizes the inputs and allocates; False (nothing done) when the shapes are as before."""
         if shapes == self.shapes:
             return False
+        self.views = {}  # they point into the buffers that allocating frees
         for name, shape in shapes.items():
             self.interpreter.resize_tensor_input(self.inputs[name], shape, strict=False)
         self.interpreter.allocate_tensors()
         self.shapes = shapes
+        self.views = {n: self._view(n) for n, shape in shapes.items() if shape}
+        self.checked = False
         return True
 
-    def view(self, name: str) -> np.ndarray:
-        """The input `name`'s buffer (valid until the next `resize`)."""
+    def _view(self, name: str) -> np.ndarray:
         return self.interpreter.tensor(self.inputs[name])()
 
+    def invoke(self) -> None:
+        """Runs the graph. The held views are why `Interpreter.invoke`'s check (no view alive)
+        is skipped: inputs live in the arena, which only `allocate_tensors` moves; a view that
+        no longer points at its input (checked) is made again."""
+        self.interpreter._interpreter.Invoke()
+        name = next(iter(self.views), None)
+        if name is not None and not self.checked:
+            self.checked = True
+            if self._view(name).ctypes.data != self.views[name].ctypes.data:
+                self.views = {n: self._view(n) for n in self.views}
+
     def output(self, index: int) -> np.ndarray:
-        return self.interpreter.tensor(self.outputs[index])()
+        """A copy of the output `index`."""
+        return self.interpreter.get_tensor(self.outputs[index])
 
 
 class LiteRTTranslator:
@@ -184,21 +203,23 @@ class LiteRTTranslator:
         beam = self.config.beam_size if beam_size is None else beam_size
         batch, rows = src.shape[0], src.shape[0] * beam
         self.encoder.resize({"source_ids": src.shape})
-        self.encoder.view("source_ids")[...] = src
-        self.encoder.interpreter.invoke()
+        self.encoder.views["source_ids"][...] = src
+        self.encoder.invoke()
         memory = [
             np.repeat(self.encoder.output(i), beam, axis=0)
             for i in range(1 + len(self.memory_names))
         ]
-        cache = (rows, 1, self.num_heads, self.cache_length, self.depth)
+        cache = (rows, 1, self.num_heads, self.cache_positions(), self.depth)
         shapes = {"ids": (rows,), "step": (), "cross_bias": memory[0].shape}
         shapes.update({name: m.shape for name, m in zip(self.memory_names, memory[1:])})
         shapes.update(dict.fromkeys(self.cache_names, cache))
+        views = self.step.views
         if self.step.resize(shapes):  # new buffers: zeros, not garbage, in the masked positions
+            views = self.step.views
             for name in self.cache_names:
-                self.step.view(name)[...] = 0
+                views[name][...] = 0
         for name, value in zip(["cross_bias", *self.memory_names], memory):
-            self.step.view(name)[...] = value
+            views[name][...] = value
         settings = self.config
         if beam == 1:
             return greedy(self.run_step, batch, settings.max_new_tokens, min_length)
@@ -206,26 +227,32 @@ class LiteRTTranslator:
             self.run_step, batch, beam, settings.max_new_tokens, settings.length_penalty, min_length
         )
 
+    def cache_positions(self) -> int:
+        """The positions the caches hold: `max_new_tokens` (attention reads every one), or the
+        export's cache length for a step exported with a fixed one."""
+        if self.step.signatures[self.cache_names[0]][3] < 0:
+            return self.config.max_new_tokens
+        return self.cache_length
+
     def run_step(self, ids: np.ndarray, step: int, parents: np.ndarray | None = None):
         """One decoder position for every row: the logits `(rows, vocab)`.
 
         `parents` (int `(rows,)`): first reorder the caches' positions before `step` so that
         row `r` continues the hypothesis of row `parents[r]`.
         """
-        # Views into the interpreter: none may live across `invoke` (LiteRT refuses to run).
+        views = self.step.views
         if parents is not None and step > 0:
-            moved = parents != np.arange(len(parents))
-            if moved.any():
+            moved = np.flatnonzero(parents != np.arange(len(parents)))
+            if len(moved):
+                source = parents[moved]
                 for name in self.cache_names:
-                    cache = self.step.view(name)
-                    cache[moved, :, :, :step] = cache[parents[moved], :, :, :step]
-                del cache
-        self.step.view("ids")[...] = ids
+                    views[name][moved, :, :, :step] = views[name][source, :, :, :step]
+        views["ids"][...] = ids
         # A scalar's view is a copy: set it.
         self.step.interpreter.set_tensor(self.step.inputs["step"], np.array(step, np.int32))
-        self.step.interpreter.invoke()
+        self.step.invoke()
+        views = self.step.views
         written = self.step.output(1).reshape(len(self.cache_names), -1, self.num_heads, self.depth)
         for name, position in zip(self.cache_names, written):
-            self.step.view(name)[:, 0, :, step] = position
-        del written, position
-        return self.step.output(0).copy()
+            views[name][:, 0, :, step] = position
+        return self.step.output(0)

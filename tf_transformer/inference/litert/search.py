@@ -16,14 +16,20 @@ from tf_transformer.text.special_tokens import END_ID, PAD_ID, START_ID
 def top_k(x: np.ndarray, k: int) -> np.ndarray:
     """Indices of each row's `k` largest, largest first, ties to the lower index (`tf.math.top_k`).
 
-    A partition first when rows are long (a vocabulary): a full sort of each row took most of a
-    beam search step.
+    Long rows (a vocabulary): `k` passes of `argmax` (its first maximum is the lower index),
+    each maximum then set to -inf in a copy. A full sort of each row took most of a beam search
+    step; a partition is as fast at k = 4 (measured) but picks among equal values at its
+    boundary in no stated order.
     """
     if x.shape[-1] <= 4 * k:
         return np.argsort(-x, axis=-1, kind="stable")[..., :k]
-    chosen = np.argpartition(-x, k - 1, axis=-1)[..., :k]
-    values = np.take_along_axis(x, chosen, axis=-1)
-    return np.take_along_axis(chosen, np.lexsort((chosen, -values), axis=-1), axis=-1)
+    rest = x.reshape(-1, x.shape[-1]).copy()
+    rows = np.arange(len(rest))
+    chosen = np.empty((len(rest), k), np.int64)
+    for j in range(k):
+        chosen[:, j] = best = rest.argmax(axis=-1)
+        rest[rows, best] = -np.inf
+    return chosen.reshape(*x.shape[:-1], k)
 
 
 def gnmt(lengths: np.ndarray, exponent: float) -> np.ndarray:
