@@ -9,6 +9,7 @@ import sys
 import pytest
 import tensorflow as tf
 
+from tf_transformer import cli
 from tf_transformer.config import DataConfig
 from tf_transformer.data import load_dataset
 
@@ -52,20 +53,21 @@ def test_train_and_translate_en_to_pt_from_text_files(tmp_path):
         (corpus / f"{name}.en").write_text("".join(en + "\n" for _, en in pairs))
         (corpus / f"{name}.pt").write_text("".join(pt + "\n" for pt, _ in pairs))
     run_dir = tmp_path / "run"
-    common = [sys.executable, "-m", "tf_transformer.cli"]
+    # Trained here (the process has TensorFlow already); translated in a new process.
     train = [
-        *common, "train", "--dataset", str(corpus), "--source-lang", "en", "--target-lang", "pt",
+        "train", "--dataset", str(corpus), "--source-lang", "en", "--target-lang", "pt",
         "--preset", "tiny", "--max-steps", "40", "--run-dir", str(run_dir), "--quiet",
     ]  # fmt: skip
-    subprocess.run(train, check=True, capture_output=True, text=True)
+    assert cli.main(train) == 0
     config = json.loads((run_dir / "config.json").read_text())
     assert (config["data"]["source_lang"], config["data"]["target_lang"]) == ("en", "pt")
     assert sorted(p.name for p in (run_dir / "tokenizers" / "assets").iterdir()) == [
         "source.en.vocab",
         "target.pt.vocab",
     ]
+    translate = [sys.executable, "-m", "tf_transformer.cli", "translate", str(run_dir)]
     out = subprocess.run(
-        [*common, "translate", str(run_dir), "the red car is new .", "--beam-size", "1"],
+        [*translate, "the red car is new .", "--beam-size", "1"],
         check=True,
         capture_output=True,
         text=True,

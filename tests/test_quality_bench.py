@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -55,13 +56,30 @@ def _quality(*args: str) -> subprocess.CompletedProcess:
     return result
 
 
-def _last_line(result: subprocess.CompletedProcess) -> str:
+def _calls(folder: Path, calls: dict[str, list[str]]) -> dict[str, SimpleNamespace]:
+    """Several `bench/quality.py ARGS` in one process (tests/quality_calls.py): name -> result
+    (returncode, stdout, stderr), for calls that need no fresh process of their own."""
+    (folder / "calls.json").write_text(json.dumps(list(calls.values())))
+    done = subprocess.run(
+        [sys.executable, str(REPO / "tests" / "quality_calls.py"), str(folder / "calls.json")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {name: SimpleNamespace(**r) for name, r in zip(calls, json.loads(done.stdout))}
+
+
+def _last_line(result) -> str:
     return result.stdout.strip().splitlines()[-1]
 
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
-    """Trains 10 steps, then resumes to 20; returns (data, run_dir, the resumed call's output)."""
+    """Trains 10 steps, then resumes to 20 in a new process; returns (data, run_dir, the resumed
+    call's output)."""
     root = tmp_path_factory.mktemp("quality")
     data, run_dir = root / "data", root / "run"
     _write_corpora(data)
@@ -77,6 +95,43 @@ def tiny_run(tmp_path_factory):
     return data, run_dir, resumed
 
 
+BAD_FLAGS = [
+    (["--beam-size", "1", "--length-penalties", "0.6,1.0"], "needs beam search"),
+    (["--length-penalty", "1.0", "--length-penalties", "0.6,1.0"], "give one of them"),
+    (["--alpha", "1.0", "--alphas", "0.6,1.0"], "--alphas is deprecated: use --length-penalties"),
+    (["--length-penalties", "0.6,0.6"], "distinct"),
+    (["--checkpoint", "runs/none/ckpt-1"], "cannot read the checkpoint runs/none/ckpt-1"),
+]
+
+
+@pytest.fixture(scope="module")
+def later_calls(tiny_run, tmp_path_factory):
+    """The calls after the resumed run, in this order in one process of their own (none needs a
+    fresh one): evaluation again from the run directory, --checkpoint latest with two length
+    penalties, each of BAD_FLAGS, and a new run over the existing one. Also the files they must
+    leave as they were, read before: {"best hypotheses": {name: text}, "config": text}."""
+    data, run_dir, _ = tiny_run
+    folder = tmp_path_factory.mktemp("later_calls")
+    before = {
+        "best hypotheses": {
+            p.name: p.read_text() for p in (run_dir / "hypotheses" / "best").iterdir()
+        },
+        "config": (run_dir / "config.json").read_text(),
+    }
+    evaluate = ["--data", str(data), "--eval-only", str(run_dir)]
+    penalties = [
+        *evaluate, "--checkpoint", "latest", "--beam-size", "2", "--length-penalties", "1.0,0.6",
+        "--skip-ted", "--quiet", "--json", str(folder / "q.json"), "--json-note", "a tiny run",
+    ]  # fmt: skip
+    calls = {
+        "again": [*evaluate, "--beam-size", "2", "--quiet"],
+        "penalties": penalties,
+        **{f"bad {i}": [*evaluate, "--quiet", *flags] for i, (flags, _) in enumerate(BAD_FLAGS)},
+        "over": ["--data", str(data), "--run-dir", str(run_dir), *TINY],
+    }
+    return _calls(folder, calls), before, folder / "q.json"
+
+
 def test_resume_continues_from_the_checkpoint(tiny_run):
     _, run_dir, resumed = tiny_run
     assert "trained: step 20," in resumed.stdout
@@ -86,8 +141,9 @@ def test_resume_continues_from_the_checkpoint(tiny_run):
     assert (run_dir / "checkpoints" / "ckpt-20.index").is_file()
 
 
-def test_evaluation_is_reproducible_from_the_run_dir(tiny_run):
-    data, run_dir, resumed = tiny_run
+def test_evaluation_is_reproducible_from_the_run_dir(tiny_run, later_calls):
+    _, run_dir, resumed = tiny_run
+    results, before, _ = later_calls
     line = _last_line(resumed)
     assert re.match(r"quality: tatoeba_dev_bleu=\S+ tatoeba_dev_bleu_lc=\S+ chrf=\S+ ", line)
     assert "ted_dev_bleu_lc=" in line and line.endswith("steps=20")
@@ -96,26 +152,23 @@ def test_evaluation_is_reproducible_from_the_run_dir(tiny_run):
     assert "the best checkpoint (best > averaged > latest)" in resumed.stdout
     best = json.loads((run_dir / "checkpoints" / "best" / "best.json").read_text())
     assert best["source"].startswith("averaged last ") and best["step"] == 10
-    hypotheses = run_dir / "hypotheses" / "best"
-    written = {path.name: path.read_text() for path in hypotheses.iterdir()}
+    written = before["best hypotheses"]
     assert sorted(written) == [
         "tatoeba_dev.1.0.txt", "tatoeba_dev.2.1.txt", "ted_dev.1.0.txt", "ted_dev.2.1.txt",
     ]  # fmt: skip
     assert len(written["tatoeba_dev.1.0.txt"].splitlines()) == LAYOUT["tatoeba_pt_en"]["dev"]
-    again = _quality(
-        "--data", str(data), "--eval-only", str(run_dir), "--beam-size", "2", "--quiet"
-    )
+    again = results["again"]
+    assert again.returncode == 0, again.stderr[-3000:]
     assert _last_line(again) == line
+    hypotheses = run_dir / "hypotheses" / "best"
     assert {path.name: path.read_text() for path in hypotheses.iterdir()} == written
 
 
-def test_eval_only_checkpoint_and_length_penalties(tiny_run, tmp_path):
-    data, run_dir, _ = tiny_run
-    result = _quality(
-        "--data", str(data), "--eval-only", str(run_dir), "--checkpoint", "latest",
-        "--beam-size", "2", "--length-penalties", "1.0,0.6", "--skip-ted", "--quiet",
-        "--json", str(tmp_path / "q.json"), "--json-note", "a tiny run",
-    )  # fmt: skip
+def test_eval_only_checkpoint_and_length_penalties(tiny_run, later_calls):
+    _, run_dir, _ = tiny_run
+    results, _, json_path = later_calls
+    result = results["penalties"]
+    assert result.returncode == 0, result.stderr[-3000:]
     assert "the latest checkpoint (--checkpoint)" in result.stdout
     assert re.search(
         r"cased BLEU by length penalty: 1: \S+, 0\.6: \S+; best length penalty (1|0\.6)\n",
@@ -131,7 +184,7 @@ def test_eval_only_checkpoint_and_length_penalties(tiny_run, tmp_path):
     )
     assert line.endswith(" steps=20")
     # --json: the same scores, the run's record and the command (the note kept apart).
-    record = json.loads((tmp_path / "q.json").read_text())
+    record = json.loads(json_path.read_text())
     assert record["bench"] == "quality" and record["note"] == "a tiny run"
     assert "bench/quality.py --data" in record["command"] and "--json-note" not in record["command"]
     figures = record["figures"]
@@ -141,33 +194,20 @@ def test_eval_only_checkpoint_and_length_penalties(tiny_run, tmp_path):
     assert f"{scores[('tatoeba_dev', 'beam2 lp=1')]:.1f}" == row[1]
 
 
-@pytest.mark.parametrize(
-    "flags, message",
-    [
-        (["--beam-size", "1", "--length-penalties", "0.6,1.0"], "needs beam search"),
-        (["--length-penalty", "1.0", "--length-penalties", "0.6,1.0"], "give one of them"),
-        (
-            ["--alpha", "1.0", "--alphas", "0.6,1.0"],
-            "--alphas is deprecated: use --length-penalties",
-        ),
-        (["--length-penalties", "0.6,0.6"], "distinct"),
-        (["--checkpoint", "runs/none/ckpt-1"], "cannot read the checkpoint runs/none/ckpt-1"),
-    ],
-)
-def test_eval_only_bad_flags(tiny_run, flags, message):
-    data, run_dir, _ = tiny_run
-    result = _run("--data", str(data), "--eval-only", str(run_dir), "--quiet", *flags)
+@pytest.mark.parametrize("index", range(len(BAD_FLAGS)), ids=lambda i: BAD_FLAGS[i][1])
+def test_eval_only_bad_flags(later_calls, index):
+    result = later_calls[0][f"bad {index}"]
     assert result.returncode != 0
-    assert message in result.stderr
+    assert BAD_FLAGS[index][1] in result.stderr
 
 
-def test_an_existing_run_is_refused_untouched(tiny_run):
-    data, run_dir, _ = tiny_run
-    before = (run_dir / "config.json").read_text()
-    result = _run("--data", str(data), "--run-dir", str(run_dir), *TINY)
+def test_an_existing_run_is_refused_untouched(tiny_run, later_calls):
+    _, run_dir, _ = tiny_run
+    results, before, _ = later_calls
+    result = results["over"]
     assert result.returncode != 0
     assert "exists; pass --resume" in result.stderr
-    assert (run_dir / "config.json").read_text() == before
+    assert (run_dir / "config.json").read_text() == before["config"]
     assert (run_dir / "checkpoints" / "ckpt-20.index").is_file()
 
 

@@ -1,4 +1,5 @@
 import collections
+import functools
 
 import numpy as np
 import pytest
@@ -287,6 +288,7 @@ def test_decode_step_avoids_ops_that_onednn_makes_slow_and_rewrites_no_whole_cac
     assert ops["MatrixBandPart"] == ops["Fill"] == 0
 
 
+@functools.cache
 def mixed_model(policy):
     config = get_preset("tiny").replace(
         num_layers=1, input_vocab_size=30, target_vocab_size=40, norm_first=True
@@ -297,23 +299,37 @@ def mixed_model(policy):
     return model
 
 
+@functools.cache
+def mixed_decoded(policy, beam_size, how):
+    """`mixed_model(policy)`'s decoding of SRC, 6 new tokens, as (ids, scores): `how` is
+    "recompute", a step layout ("graph", "xla") or "jit" (XLA, its default layout). Each is
+    traced once for the tests below that compare it."""
+    options = {"max_new_tokens": 6, "beam_size": beam_size}
+    if how == "recompute":
+        options["recompute"] = True
+    elif how == "jit":
+        options["jit_compile"] = True
+    else:
+        options["step_layout"] = how
+    out = make_decode_fn(mixed_model(policy), **options)(SRC)
+    return out.ids.numpy(), out.scores.numpy()
+
+
 @pytest.mark.parametrize("policy, atol", [("mixed_float16", 1e-2), ("mixed_bfloat16", 6e-2)])
 @pytest.mark.parametrize("beam_size", [1, 3])
 @pytest.mark.parametrize("layout", ["graph", "xla"])
 def test_cached_decoding_equals_recompute_under_mixed_precision(policy, atol, beam_size, layout):
     # The step's kernels must exist for half types too (BatchMatMulV3 has no float16 CPU one).
     # Scores over 6 tokens: bfloat16 keeps ~3 significant digits, the two paths round apart.
-    model = mixed_model(policy)
-    cached = make_decode_fn(model, max_new_tokens=6, beam_size=beam_size, step_layout=layout)(SRC)
-    reference = make_decode_fn(model, max_new_tokens=6, beam_size=beam_size, recompute=True)(SRC)
-    np.testing.assert_array_equal(cached.ids.numpy(), reference.ids.numpy())
-    np.testing.assert_allclose(cached.scores.numpy(), reference.scores.numpy(), atol=atol)
+    cached = mixed_decoded(policy, beam_size, layout)
+    reference = mixed_decoded(policy, beam_size, "recompute")
+    np.testing.assert_array_equal(cached[0], reference[0])
+    np.testing.assert_allclose(cached[1], reference[1], atol=atol)
 
 
 @pytest.mark.parametrize("policy, atol", [("mixed_float16", 1e-2), ("mixed_bfloat16", 6e-2)])
 def test_xla_decoding_equals_graph_decoding_under_mixed_precision(policy, atol):
-    model = mixed_model(policy)
-    graph = make_decode_fn(model, max_new_tokens=6, beam_size=3)(SRC)
-    xla = make_decode_fn(model, max_new_tokens=6, beam_size=3, jit_compile=True)(SRC)
-    np.testing.assert_array_equal(xla.ids.numpy(), graph.ids.numpy())
-    np.testing.assert_allclose(xla.scores.numpy(), graph.scores.numpy(), atol=atol)
+    graph = mixed_decoded(policy, 3, "graph")
+    xla = mixed_decoded(policy, 3, "jit")
+    np.testing.assert_array_equal(xla[0], graph[0])
+    np.testing.assert_allclose(xla[1], graph[1], atol=atol)
