@@ -121,19 +121,20 @@ TRAIN_PRESETS: dict[str, TrainConfig] = {
         eval_sentences=1000,
     ),
 }
-# A starting point for ~80k mixed pairs on 2 CPU cores in 60 minutes: small-data with what issue
-# 34's naive run changed (--vocab-size 8000 --max-tokens 128 on the five corpora: 11,200 steps,
-# 50 minutes), not yet chosen by full-length comparisons (docs/benchmarks/quality.md says what
-# was measured). The corpora and their weights are data (--dataset, --dataset-weights; the
-# command is in docs/data.md and bench/quality.py).
+# ~80k mixed pairs on 2 CPU cores in 60 minutes: small-data with issue 34's naive run's
+# --vocab-size 8000 --max-tokens 128, and half of each epoch's pairs joined two by two. Chosen by
+# comparisons at 3,000 equal steps on four dev sets (docs/benchmarks/quality.md, "Mixed corpora"):
+# joining 50% instead of 25% gave NTREX news +1.0 and TED +0.6 BLEU (300 sentences each: near
+# the noise) at the same cost a step; d_model 384 gave as much but costs 1.6x a step. The corpora and their weights are data (--dataset,
+# --dataset-weights; the command is in docs/data.md and bench/quality.py).
 TRAIN_PRESETS["mixed-data"] = TRAIN_PRESETS["small-data"].replace(
     # Documentation sentences average 15 words: 64 tokens cut many; 8,000 joint wordpieces
     # for two languages and technical vocabulary.
     max_tokens=128,
     vocab_size=8000,
-    # The long documentation pairs need joining less than Tatoeba's 6-word ones; joined pairs
-    # over max_tokens are truncated.
-    concat_fraction=0.25,
+    # Joined pairs teach longer sentences (news averages ~25 words); pairs over max_tokens
+    # are truncated.
+    concat_fraction=0.5,
     checkpoint_every=500,
     # Four dev sets are scored at each evaluation: fewer sentences, less often.
     eval_every=1500,
