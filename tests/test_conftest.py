@@ -20,6 +20,22 @@ def test_modules_sharing_the_cached_export_form_one_group():
     assert module_group("tests/test_masks.py") == "tests/test_masks.py"
 
 
+def run_pytest(args: list[str], cwd, timeout: int) -> subprocess.CompletedProcess:
+    """A pytest of its own (no cache, no PYTEST_ variables of this run); its exit must be 0."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("PYTEST_")}
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-3000:]
+    return result
+
+
 def test_the_costliest_group_is_collected_first(tmp_path):
     # Collected in the order given, then sorted by the costs the modules declare.
     tests = tmp_path / "tests"
@@ -31,18 +47,7 @@ def test_the_costliest_group_is_collected_first(tmp_path):
     (tests / "test_costly.py").write_text(costly.format(30))
     (tests / "test_costlier.py").write_text(costly.format(60))
     modules = ["tests/test_cheap.py", "tests/test_costly.py", "tests/test_costlier.py"]
-    env = {name: value for name, value in os.environ.items() if not name.startswith("PYTEST_")}
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q"]
-        + ["-p", "no:xdist", *modules],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout[-3000:]
+    result = run_pytest(["--collect-only", "-q", "-p", "no:xdist", *modules], tmp_path, 120)
     order = [line.split("::")[0] for line in result.stdout.splitlines() if "::" in line]
     assert order == [modules[2], modules[1], modules[0]]
 
@@ -50,19 +55,9 @@ def test_the_costliest_group_is_collected_first(tmp_path):
 def test_make_tests_workers_run_a_module_whole():
     """Under xdist itself, with `make test`'s flags: each module's tests on one worker (a
     distribution that ignores the groups spreads them over both, as loadgroup did silently)."""
-    env = {name: value for name, value in os.environ.items() if not name.startswith("PYTEST_")}
     modules = ["tests/config/test_config.py", "tests/test_bench_json.py"]  # no TensorFlow import
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v", "-n", "2"]
-        + ["--dist", "loadfile", "--no-loadscope-reorder", *modules],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout[-3000:]
+    flags = ["-v", "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder"]
+    result = run_pytest([*flags, *modules], REPO_ROOT, 300)
     workers = defaultdict(set)
     for worker, module in re.findall(r"\[(gw\d)\] \[ *\d+%\] PASSED (\S+?\.py)::", result.stdout):
         workers[module].add(worker)
