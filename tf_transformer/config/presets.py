@@ -125,7 +125,9 @@ TRAIN_PRESETS: dict[str, TrainConfig] = {
 # --vocab-size 8000 --max-tokens 128, and half of each epoch's pairs joined two by two. Chosen by
 # comparisons at 3,000 equal steps on four dev sets (docs/benchmarks/quality.md, "Mixed corpora"):
 # joining 50% instead of 25% gave NTREX news +1.0 and TED +0.6 BLEU (300 sentences each: near
-# the noise) at the same cost a step; d_model 384 gave as much but costs 1.6x a step. The corpora and their weights are data (--dataset,
+# the noise) at the same cost a step; d_model 384 gave as much but costs 1.6x a step. 3 layers
+# lost on all four sets at 1.31x a step; a 16,000 vocabulary gained at equal steps but costs 1.48x
+# a step and loses in equal time; 4,000 lost. The corpora and their weights are data (--dataset,
 # --dataset-weights; the command is in docs/data.md and bench/quality.py).
 TRAIN_PRESETS["mixed-data"] = TRAIN_PRESETS["small-data"].replace(
     # Documentation sentences average 15 words: 64 tokens cut many; 8,000 joint wordpieces
