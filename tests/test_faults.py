@@ -35,7 +35,7 @@ from tf_transformer.errors import TransformerWarning
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training.start.lock import RunLock, RunLockedError
 
-pytestmark = pytest.mark.cost(240)  # seconds in make test (measured)
+pytestmark = pytest.mark.cost(220)  # seconds in make test (measured)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
