@@ -1,5 +1,5 @@
 """Faults a run survives, made for real on a tiny run: torn checkpoints (truncated, emptied),
-a full disk (a file-size limit, `RLIMIT_FSIZE`, in a child process), two trainers on one run.
+a full disk (a file-size limit, `RLIMIT_FSIZE`), two trainers on one run.
 
 Every CLI answer is one line on stderr (a warning that names what was passed over, or an error
 with exit 2), never a traceback; what was there before stays whole and loadable.
@@ -35,7 +35,7 @@ from tf_transformer.errors import TransformerWarning
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training.start.lock import RunLock, RunLockedError
 
-pytestmark = pytest.mark.cost(240)  # seconds in make test (measured)
+pytestmark = pytest.mark.cost(220)  # seconds in make test (measured)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -97,16 +97,13 @@ def _cli(capsys, *args) -> tuple[int, str, list[str]]:
     return code, captured.out, captured.err.splitlines()
 
 
-def _child(*args, file_size: int | None = None, obey_modes: bool = False) -> tuple[int, list[str]]:
-    """`(exit code, the CLI's own stderr lines)` of the CLI in a child process whose files
-    may not grow past `file_size` bytes (writes past it fail with EFBIG, as on a full disk);
-    with `obey_modes`, a child of root loses the capabilities that let it read and write any
-    file (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH), so file modes apply to it."""
+def _child_obeying_modes(*args) -> tuple[int, list[str]]:
+    """`(exit code, the CLI's own stderr lines)` of the CLI in a child process to which file
+    modes apply: a child of root loses the capabilities that let it read and write any file
+    (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH)."""
 
     def limit():
-        if file_size is not None:
-            resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
-        if obey_modes and os.getuid() == 0:
+        if os.getuid() == 0:
             prctl = ctypes.CDLL(None, use_errno=True).prctl
             for capability in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
                 if prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP, before exec
@@ -119,6 +116,27 @@ def _child(*args, file_size: int | None = None, obey_modes: bool = False) -> tup
     )
     assert "Traceback" not in done.stderr, done.stderr
     return done.returncode, [line for line in done.stderr.splitlines() if "tf-transformer" in line]
+
+
+@contextlib.contextmanager
+def file_size_limit(size: int):
+    """Files of this process may not grow past `size` bytes while inside (a write past it fails
+    with EFBIG: Python ignores SIGXFSZ); the limit is lifted on the way out."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+
+
+def _cli_on_a_full_disk(capsys, file_size: int, *args) -> tuple[int, list[str]]:
+    """`(exit code, the CLI's own stderr lines)` of the CLI run in process while its files may
+    not grow past `file_size` bytes, as on a full disk."""
+    with file_size_limit(file_size):
+        code, _, err = _cli(capsys, *args)
+    assert not any("Traceback" in line for line in err), err
+    return code, [line for line in err if "tf-transformer" in line]
 
 
 # Torn checkpoints.
@@ -292,9 +310,9 @@ def test_an_unreadable_newest_checkpoint_stops_resume_and_nothing_is_overwritten
     before = _files(run.checkpoints_path)
     os.chmod(_data(newest), 0)
     try:
-        code, err = _child(
+        code, err = _child_obeying_modes(
             "train", "--resume", "--run-dir", run.root, "--max-steps", "8",
-            "--checkpoint-every", "1", "--quiet", obey_modes=True,
+            "--checkpoint-every", "1", "--quiet",
         )  # fmt: skip
     finally:
         os.chmod(_data(newest), 0o644)
@@ -304,16 +322,16 @@ def test_an_unreadable_newest_checkpoint_stops_resume_and_nothing_is_overwritten
     assert _files(run.checkpoints_path) == before
 
 
-# A full disk: writes past a file-size limit fail in a child process.
+# A full disk: writes past a file-size limit fail.
 
 
 def test_a_failed_checkpoint_save_keeps_the_previous_one(run, capsys):
     state = (run.checkpoints_path / "checkpoint").read_text()
     before = sorted(p.name for p in run.checkpoints_path.iterdir())
     size = _data(run.checkpoints_path / "ckpt-4").stat().st_size
-    code, err = _child(
-        "train", "--resume", "--run-dir", run.root, "--max-steps", "8", "--checkpoint-every", "1",
-        "--quiet", file_size=size // 2,
+    code, err = _cli_on_a_full_disk(
+        capsys, size // 2, "train", "--resume", "--run-dir", run.root, "--max-steps", "8",
+        "--checkpoint-every", "1", "--quiet",
     )  # fmt: skip
     assert code == 2 and len(err) == 1, err
     assert err[0] == (
@@ -348,22 +366,10 @@ def test_fit_on_a_full_disk_is_one_line_and_leaves_its_files_as_they_were(tmp_pa
 
     # Epoch 2's end: model.keras is written first, then the backup, then the checkpoint.
     size = model_file.stat().st_size
-    code, err = _child(*fit, "--resume", "--epochs", "2", file_size=size // 2)
+    code, err = _cli_on_a_full_disk(capsys, size // 2, *fit, "--resume", "--epochs", "2")
     line = f"tf-transformer train: error: cannot write {model_file}: File too large; model.keras"
     assert code == 2 and err == [f"{line} is as it was"], err
     assert {**_files(run.root / "fit"), **_files(run.checkpoints_path)} == before
-
-
-@contextlib.contextmanager
-def file_size_limit(size: int):
-    """Files of this process may not grow past `size` bytes while inside (a write past it fails
-    with EFBIG: Python ignores SIGXFSZ); the limit is lifted on the way out."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (size, hard))
-    try:
-        yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
 
 
 def test_failed_config_and_tokenizers_writes_keep_the_old_files(run):
