@@ -12,7 +12,7 @@ import pytest
 
 from tf_transformer.data.sample import sample_pairs
 
-pytestmark = pytest.mark.cost(260)  # seconds in make test (measured)
+pytestmark = pytest.mark.cost(210)  # seconds in make test (measured)
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "bench" / "quality.py"
@@ -28,9 +28,9 @@ TINY = [
 ]  # fmt: skip
 
 
-def _write_corpora(root: Path) -> None:
+def _write_corpora(root: Path, layout: dict[str, dict[str, int]]) -> None:
     pairs = iter(sample_pairs("train", size=100))
-    for folder, splits in LAYOUT.items():
+    for folder, splits in layout.items():
         (root / folder).mkdir(parents=True)
         for split, count in splits.items():
             chosen = [next(pairs) for _ in range(count)]
@@ -76,17 +76,48 @@ def _last_line(result) -> str:
     return result.stdout.strip().splitlines()[-1]
 
 
+MIXED_LAYOUT = {
+    "tatoeba_pt_en": {"train": 20, "dev": 3},
+    "crioleset": {"train": 10},
+    "python_docs_pt_en": {"train": 20, "dev": 3},
+    "gnome_debian_docs_pt_en": {"train": 10},
+    "tldr_pt_en": {"train": 10},
+    "ntrex_news": {"dev": 3},
+    "ted_hrlr_validation": {"dev": 3},
+}
+
+
 @pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
-    """Trains 10 steps, then resumes to 20 in a new process; returns (data, run_dir, the resumed
-    call's output)."""
+def new_runs(tmp_path_factory):
+    """The two runs that start from nothing, in one process (neither needs a fresh one): the
+    tiny run's first 10 steps, and 4 steps of the mixed preset validated at step 4. Returns
+    {"tiny": (data, run_dir), "mixed": (data, run_dir)} and the calls' results by the same names."""
     root = tmp_path_factory.mktemp("quality")
-    data, run_dir = root / "data", root / "run"
-    _write_corpora(data)
-    first = _quality(
-        "--data", str(data), "--run-dir", str(run_dir), "--max-steps", "10", *TINY,
-        "--beam-size", "1", "--skip-ted",  # the first evaluation is not checked: keep it short
-    )  # fmt: skip
+    folders = {"tiny": (root / "data", root / "run"), "mixed": (root / "mdata", root / "mrun")}
+    _write_corpora(folders["tiny"][0], LAYOUT)
+    _write_corpora(folders["mixed"][0], MIXED_LAYOUT)
+    (data, run_dir), (mixed_data, mixed_run) = folders.values()
+    calls = {
+        "tiny": [
+            "--data", str(data), "--run-dir", str(run_dir), "--max-steps", "10", *TINY,
+            "--beam-size", "1", "--skip-ted",  # the first evaluation is not checked: keep it short
+        ],
+        "mixed": [
+            "--preset", "mixed-data", "--data", str(mixed_data), "--run-dir", str(mixed_run),
+            "--max-steps", "4", "--eval-every", "4", *TINY, "--beam-size", "1",
+        ],
+    }  # fmt: skip
+    return folders, _calls(root, calls)
+
+
+@pytest.fixture(scope="module")
+def tiny_run(new_runs):
+    """Trains 10 steps (`new_runs`), then resumes to 20 in a new process; returns (data,
+    run_dir, the resumed call's output)."""
+    folders, results = new_runs
+    data, run_dir = folders["tiny"]
+    first = results["tiny"]
+    assert first.returncode == 0, first.stderr[-3000:]
     assert "trained: step 10" in first.stdout
     resumed = _quality(
         "--data", str(data), "--run-dir", str(run_dir), "--resume", "--max-steps", "20",
@@ -211,26 +242,12 @@ def test_an_existing_run_is_refused_untouched(tiny_run, later_calls):
     assert (run_dir / "checkpoints" / "ckpt-20.index").is_file()
 
 
-MIXED_LAYOUT = {
-    "tatoeba_pt_en": {"train": 20, "dev": 3},
-    "crioleset": {"train": 10},
-    "python_docs_pt_en": {"train": 20, "dev": 3},
-    "gnome_debian_docs_pt_en": {"train": 10},
-    "tldr_pt_en": {"train": 10},
-    "ntrex_news": {"dev": 3},
-    "ted_hrlr_validation": {"dev": 3},
-}
-
-
 @pytest.mark.slow
-def test_the_mixed_preset_trains_on_its_mix_and_scores_four_dev_sets(tmp_path, monkeypatch):
-    monkeypatch.setattr(sys.modules[__name__], "LAYOUT", MIXED_LAYOUT)
-    data, run_dir = tmp_path / "data", tmp_path / "run"
-    _write_corpora(data)
-    result = _quality(
-        "--preset", "mixed-data", "--data", str(data), "--run-dir", str(run_dir),
-        "--max-steps", "4", "--eval-every", "4", *TINY, "--beam-size", "1",
-    )  # fmt: skip
+def test_the_mixed_preset_trains_on_its_mix_and_scores_four_dev_sets(new_runs):
+    folders, results = new_runs
+    _, run_dir = folders["mixed"]
+    result = results["mixed"]
+    assert result.returncode == 0, result.stderr[-3000:]
     recorded = json.loads((run_dir / "config.json").read_text())["data"]
     assert [Path(p).name for p in recorded["dataset"]] == list(MIXED_LAYOUT)[:5]
     assert recorded["dataset_weights"] == [0.3, 0.1, 0.35, 0.15, 0.1]
