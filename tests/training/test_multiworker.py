@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.cost(210)  # seconds in make test (measured)
+pytestmark = pytest.mark.cost(190)  # seconds in make test (measured)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STEPS = 20
