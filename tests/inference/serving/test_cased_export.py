@@ -24,7 +24,7 @@ from tf_transformer.model import Transformer
 from tf_transformer.text.tokenizers import UNK_ID, Tokenizers, build_tokenizers
 from tf_transformer.text.truecase import capitalize_first_letter
 
-pytestmark = [pytest.mark.slow, pytest.mark.cost(150)]
+pytestmark = [pytest.mark.slow, pytest.mark.cost(160)]
 
 MAX_LENGTH = 8
 SENTENCES = [
