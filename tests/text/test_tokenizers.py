@@ -1,7 +1,6 @@
 """Tests for tf_transformer.text.tokenizers: vocabulary build, case, round trips, [UNK], reload."""
 
 import json
-import re
 import subprocess
 import sys
 import unicodedata
@@ -11,8 +10,8 @@ import pytest
 import tensorflow as tf
 import tensorflow_text as text
 
+from tests.written_text import written_pairs
 from tf_transformer.data import load_dataset
-from tf_transformer.text.detokenize import attach_punctuation
 from tf_transformer.text.tokenizers import (
     END_ID,
     PAD_ID,
@@ -26,25 +25,17 @@ from tf_transformer.text.tokenizers import (
     write_vocab,
 )
 
-pytestmark = pytest.mark.cost(160)  # seconds in make test (measured)
+pytestmark = pytest.mark.cost(140)  # seconds in make test (measured)
 
 SHARED = Path(__file__).resolve().parents[2] / ".." / "shared"
 TATOEBA = SHARED / "data" / "tatoeba_pt_en"
 FAST_LEARN = {"num_iterations": 1}  # one pass of the threshold search: small corpora, fast tests
 
 
-def _written(sentence: str) -> str:
-    """A sample-corpus sentence as people write it: "o carro é novo ." -> "O carro é novo."."""
-    spaced = " ".join(re.sub(r"([^\w\s])", r" \1 ", sentence).split())  # "'s" -> "' s"
-    sentence = attach_punctuation(tf.constant(spaced)).numpy().decode("utf-8")
-    sentence = re.sub(r"\bi\b", "I", sentence)
-    return sentence[:1].upper() + sentence[1:]
-
-
 def _written_pairs(split: str, size: int | None = None) -> list[tuple[str, str]]:
     sample = pytest.importorskip("tf_transformer.data.sample")
     pairs = sample.sample_pairs(split) if size is None else sample.sample_pairs(split, size=size)
-    return [(_written(pt), _written(en)) for pt, en in pairs]
+    return written_pairs(pairs)
 
 
 def _dataset(pairs):
@@ -81,6 +72,14 @@ def lower_tokenizers(written_train, tmp_path_factory):
     )
 
 
+@pytest.fixture(scope="module")
+def saved_tokenizers(tokenizers, tmp_path_factory):
+    """`tokenizers` saved once (a SavedModel), for the tests that reload it."""
+    path = tmp_path_factory.mktemp("saved") / "tokenizers"
+    tokenizers.save(path)
+    return path
+
+
 def test_reserved_ids_and_vocab_files(tokenizers):
     assert (PAD_ID, UNK_ID, START_ID, END_ID) == (0, 1, 2, 3)
     assert RESERVED_TOKENS == ("[PAD]", "[UNK]", "[START]", "[END]")
@@ -109,7 +108,9 @@ def test_round_trip_on_sample_sentences(tokenizers, lower_tokenizers):
             assert _texts(tok.detokenize(ids)) == expected
 
 
-def test_case_is_kept_by_default_and_saved(tokenizers, lower_tokenizers, tmp_path):
+def test_case_is_kept_by_default_and_saved(
+    tokenizers, lower_tokenizers, saved_tokenizers, tmp_path
+):
     sentence = tf.constant(["As crianças NÃO estavam no parque?"])
     assert not tokenizers.source.lower_case.numpy() and lower_tokenizers.target.lower_case.numpy()
     cased = tokenizers.source.tokenize(sentence)
@@ -122,11 +123,11 @@ def test_case_is_kept_by_default_and_saved(tokenizers, lower_tokenizers, tmp_pat
     tokens = _texts(lower_tokenizers.source.lookup(lower).flat_values)
     assert tokens[0] == "[START]" and tokens[-1] == "[END]"
     # The flag travels with the SavedModel: a loaded tokenizer knows it and acts on it.
-    for toks, name in ((tokenizers, "cased"), (lower_tokenizers, "lower")):
-        toks.save(tmp_path / name)
-        loaded = load_tokenizers(tmp_path / name)
+    lower_tokenizers.save(tmp_path / "lower")
+    for toks, path in ((tokenizers, saved_tokenizers), (lower_tokenizers, tmp_path / "lower")):
+        loaded = load_tokenizers(path)
         for role in ("source", "target"):
-            assert bool(getattr(loaded, role).lower_case.numpy()) == (name == "lower")
+            assert bool(getattr(loaded, role).lower_case.numpy()) == (toks is lower_tokenizers)
         expected = toks.source.tokenize(sentence).to_list()
         assert loaded.source.tokenize(sentence).to_list() == expected
 
@@ -244,9 +245,8 @@ def test_tatoeba_dev_round_trip(tmp_path):
 
 
 @pytest.mark.slow
-def test_saved_model_reloads_in_fresh_process(tokenizers, tmp_path):
-    path = tmp_path / "tokenizers"
-    tokenizers.save(path)
+def test_saved_model_reloads_in_fresh_process(tokenizers, saved_tokenizers, tmp_path):
+    path = saved_tokenizers
     texts = ["O menino bebe o suco?", "Olá 😀 mundo"]
     written = "The boy's car? I don't see it."
     expected_ids = tokenizers.source.tokenize(tf.constant(texts)).to_list()

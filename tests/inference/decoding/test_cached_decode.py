@@ -16,7 +16,7 @@ from tf_transformer.inference.decoding.greedy import greedy_decode
 from tf_transformer.inference.decoding.search import write_column
 from tf_transformer.model import Transformer
 
-pytestmark = pytest.mark.cost(300)  # seconds in make test (measured)
+pytestmark = pytest.mark.cost(280)  # seconds in make test (measured)
 
 PAD, UNK, START, END, A, B, C = range(7)
 VOCAB = 7
@@ -121,14 +121,21 @@ def test_cached_greedy_equals_recompute_greedy(model):
     np.testing.assert_allclose(cached.log_probs.numpy(), reference.log_probs.numpy(), atol=1e-4)
 
 
+@pytest.fixture(scope="module")
+def tied_model(model):
+    """`model`'s configuration with the target embeddings shared, built once."""
+    tied = Transformer.from_config(model.config.replace(share_target_embeddings=True))
+    tied.build()
+    return tied
+
+
 @pytest.mark.parametrize("variant", ["one layer", "two layers", "tied"])
 @pytest.mark.parametrize("layout", ["graph", "xla"])
-def test_cached_seam_logits_match_recompute_seam_logits(model, layout, variant):
+def test_cached_seam_logits_match_recompute_seam_logits(model, tied_model, layout, variant):
     if variant == "two layers":  # each layer keeps its own cache
         model = layered_model(2)
     elif variant == "tied":  # the output projection is the embedding matrix (transposed once)
-        model = Transformer.from_config(model.config.replace(share_target_embeddings=True))
-        model.build()
+        model = tied_model
     src = tf.cast(SRC, tf.int32)
     cached_fn, cached = model_logits_fn(model, src, 5, layout=layout)
     recompute_fn, reference = recompute_logits_fn(model, src, 5)
@@ -188,6 +195,15 @@ def test_max_new_tokens_beyond_the_positional_table_is_refused(model):
         model_logits_fn(model, SRC, model.config.max_length + 1)
 
 
+@functools.cache
+def graph_decoded(model, beam_size, max_new_tokens):
+    """`model`'s graph-mode decoding of SRC (the XLA tests' reference) as (ids, scores), traced
+    once per setting: two of the tests below compare against the same one."""
+    options = {"max_new_tokens": max_new_tokens, "min_length": max_new_tokens // 2}
+    out = make_decode_fn(model, **options, beam_size=beam_size)(SRC)
+    return out.ids.numpy(), out.scores.numpy()
+
+
 # XLA picks the "xla" step layout (heads merged, attention as products and sums); 40 positions
 # make it split the cache length into two axes. The graph layout under XLA stays supported.
 @pytest.mark.parametrize(
@@ -200,10 +216,10 @@ def test_xla_decoding_equals_graph_decoding(model, beam_size, max_new_tokens, st
         "min_length": max_new_tokens // 2,
         "beam_size": beam_size,
     }
-    graph = make_decode_fn(model, **options)(SRC)
+    graph_ids, graph_scores = graph_decoded(model, beam_size, max_new_tokens)
     xla = make_decode_fn(model, **options, jit_compile=True, step_layout=step_layout)(SRC)
-    np.testing.assert_array_equal(xla.ids.numpy(), graph.ids.numpy())
-    np.testing.assert_allclose(xla.scores.numpy(), graph.scores.numpy(), atol=1e-4)
+    np.testing.assert_array_equal(xla.ids.numpy(), graph_ids)
+    np.testing.assert_allclose(xla.scores.numpy(), graph_scores, atol=1e-4)
 
 
 def test_an_unknown_step_layout_is_refused(model):
@@ -230,7 +246,10 @@ def while_body_ops(decode_fn) -> collections.Counter:
     )
 
 
+@functools.cache
 def layered_model(num_layers, norm_first=False, **changes):
+    """A built tiny model of `num_layers` layers, one per set of arguments (the tests that take
+    one only read its weights, or set them all)."""
     config = get_preset("tiny").replace(
         num_layers=num_layers,
         norm_first=norm_first,
@@ -263,22 +282,23 @@ OPS_FIXED = 40
 NORM_OPS = 14  # a pre-norm stack's final LayerNorm
 
 
+@functools.cache
+def step_ops(num_layers, norm_first=False) -> collections.Counter:
+    """`while_body_ops` of `layered_model(num_layers, norm_first)`'s greedy decoding, traced once."""
+    return while_body_ops(make_decode_fn(layered_model(num_layers, norm_first), max_new_tokens=8))
+
+
 @pytest.mark.parametrize("norm_first", [False, True], ids=["post-norm", "pre-norm"])
 def test_decode_step_stays_within_its_op_budget(norm_first):
     # Pre-norm adds one LayerNorm at the end of the stack.
-    counts = {
-        n: sum(
-            while_body_ops(make_decode_fn(layered_model(n, norm_first), max_new_tokens=8)).values()
-        )
-        for n in (1, 2)
-    }
+    counts = {n: sum(step_ops(n, norm_first).values()) for n in (1, 2)}
     per_layer = counts[2] - counts[1]
     assert per_layer <= OPS_PER_LAYER, counts
     assert counts[1] - per_layer <= OPS_FIXED + NORM_OPS * norm_first, counts
 
 
 def test_decode_step_avoids_ops_that_onednn_makes_slow_and_rewrites_no_whole_cache():
-    ops = while_body_ops(make_decode_fn(layered_model(2), max_new_tokens=8))
+    ops = step_ops(2)
     # oneDNN rewrites BatchMatMulV2 and Softmax into primitives costing ~40 µs each at one-row
     # sizes (see `kv_cache.GraphLayout`).
     assert ops["BatchMatMulV2"] == ops["Softmax"] == 0
