@@ -213,9 +213,9 @@ class LiteRTTranslator:
         shapes = {"ids": (rows,), "step": (), "cross_bias": memory[0].shape}
         shapes.update({name: m.shape for name, m in zip(self.memory_names, memory[1:])})
         shapes.update(dict.fromkeys(self.cache_names, cache))
+        new_buffers = self.step.resize(shapes)
         views = self.step.views
-        if self.step.resize(shapes):  # new buffers: zeros, not garbage, in the masked positions
-            views = self.step.views
+        if new_buffers:  # zeros, not garbage, in the masked positions
             for name in self.cache_names:
                 views[name][...] = 0
         for name, value in zip(["cross_bias", *self.memory_names], memory):
