@@ -24,9 +24,11 @@ def cli(*args, stdin=None):
     )
 
 
-def test_evaluate_prints_scores_signatures_and_writes_hypotheses(tmp_path):
+def test_evaluate_prints_scores_signatures_and_writes_hypotheses(tmp_path, capsys):
+    from tf_transformer.cli import main
+
     output = tmp_path / "hyp.txt"
-    result = cli(
+    args = (
         "evaluate",
         tiny_run_dir().root,
         "--dataset",
@@ -45,13 +47,15 @@ def test_evaluate_prints_scores_signatures_and_writes_hypotheses(tmp_path):
         output,
         "--quiet",
     )
-    assert result.returncode == 0, result.stderr
-    assert "BLEU signature: nrefs:1|case:mixed|eff:no|tok:13a" in result.stdout
-    assert "BLEU lower-cased signature: nrefs:1|case:lc|eff:no|tok:13a" in result.stdout
-    assert "chrF signature: nrefs:1|case:mixed" in result.stdout
+    code = main([str(arg) for arg in args])  # in this process: TensorFlow is imported already
+    result = capsys.readouterr()
+    assert code == 0, result.err
+    assert "BLEU signature: nrefs:1|case:mixed|eff:no|tok:13a" in result.out
+    assert "BLEU lower-cased signature: nrefs:1|case:lc|eff:no|tok:13a" in result.out
+    assert "chrF signature: nrefs:1|case:mixed" in result.out
     # The sample references are lower-cased and tokenized: hypotheses are put in their style.
-    assert "references are lower-cased and tokenized" in result.stdout
-    scores = json.loads(result.stdout.strip().splitlines()[-1])
+    assert "references are lower-cased and tokenized" in result.out
+    scores = json.loads(result.out.strip().splitlines()[-1])
     assert list(scores) == ["bleu", "bleu_lc", "chrf"]  # cased BLEU first: the headline
     assert 0 <= scores["bleu"] == scores["bleu_lc"] <= 100
     assert len(output.read_text().splitlines()) == 12

@@ -1,3 +1,5 @@
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -7,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from tests.inference.test_translator import MAX_LENGTH, tiny_translator
+from tf_transformer import cli
 from tf_transformer.run_dir import RunDir
 from tf_transformer.weights import model_checkpoint
 
@@ -57,9 +60,20 @@ def finish(process):
     return process.returncode, stdout, stderr
 
 
+def cli_here(*args):
+    """`tf-transformer translate ARGS` in this process (TensorFlow is imported already): (exit
+    code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(["translate", *map(str, args)])
+    return code, out.getvalue(), err.getvalue()
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """A tiny run directory, and the three CLI runs started at once (they take seconds each)."""
+    """A tiny run directory; the CLI reading stdin and the one given no run directory in new
+    processes (`python -m tf_transformer.cli`), started first; the arguments and the file in
+    this process meanwhile."""
     root = tmp_path_factory.mktemp("run")
     run = RunDir(root)
     translator = tiny_translator()  # shared with tests/inference/test_translator.py: traced once
@@ -70,20 +84,22 @@ def runs(tmp_path_factory):
     tf.train.CheckpointManager(model_checkpoint(model), run.checkpoints_path, 3).save()
     plot = root / "attention.png"
     processes = {
-        "args": start_cli(root, *ARGS_SENTENCES, *OPTIONS, "--plot-attention", plot),
         "stdin": start_cli(root, *OPTIONS, stdin="\n".join(STDIN_LINES) + "\n"),
         "missing": start_cli(root / "nope", "o carro ."),
     }
     document, output = root / "in.txt", root / "out.txt"
     document.write_bytes(DOCUMENT.encode("utf-8"))
-    processes["file"] = start_cli(root, "--file", document, "--output", output, *OPTIONS)
-    # The same model in this process, while the CLI runs.
+    results = {
+        "args": cli_here(root, *ARGS_SENTENCES, *OPTIONS, "--plot-attention", plot),
+        "file": cli_here(root, "--file", document, "--output", output, *OPTIONS),
+    }
+    # The same model through the Python API.
     expected = {
         "args": translator.translate_batch(ARGS_SENTENCES),
         "stdin": translator.translate_batch(STDIN_LINES),
         "file": translator.translate_document(DOCUMENT, batch_size=2),
     }
-    results = {name: finish(process) for name, process in processes.items()}
+    results.update({name: finish(process) for name, process in processes.items()})
     return {"results": results, "expected": expected, "plot": plot, "output": output}
 
 

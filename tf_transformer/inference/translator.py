@@ -120,7 +120,8 @@ class Translator(tf.Module):
                 jit_compile=self.jit_compile,
             )
 
-            @tf.function(input_signature=[STRINGS])
+            # No AutoGraph: graph code throughout (see `make_decode_fn`).
+            @tf.function(input_signature=[STRINGS], autograph=False)
             def translate(sentences):
                 src = self.source_ids(sentences, config)
                 out = decode(src)

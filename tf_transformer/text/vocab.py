@@ -64,7 +64,12 @@ def learn_vocab(
     batches = texts.batch(batch_size)
     if lower_case:
         batches = batches.map(normalize)
-    words = batches.map(bert_tokenizer.BasicTokenizer(**BERT_TOKENIZER_PARAMS).tokenize)
+    # The tokenizer is graph code: AutoGraph would only re-read tensorflow_text at each call.
+    words = batches.map(
+        tf.autograph.experimental.do_not_convert(
+            bert_tokenizer.BasicTokenizer(**BERT_TOKENIZER_PARAMS).tokenize
+        )
+    )
     total = int(words.cardinality())
     with tqdm(
         total=total + 1 if total >= 0 else None,

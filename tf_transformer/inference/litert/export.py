@@ -70,7 +70,9 @@ def _cross_names(num_layers: int) -> list[str]:
 def encoder_function(model, cache_length: int):
     """The concrete encoder function: `source_ids` -> cross bias, every layer's keys/values."""
 
-    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name="source_ids")])
+    @tf.function(
+        input_signature=[tf.TensorSpec([None, None], tf.int32, name="source_ids")], autograph=False
+    )
     def encode(source_ids):
         context, padding_mask = model.encode(source_ids)
         state = model.start_decoding(context, padding_mask, cache_length, layout=LiteRTLayout)
@@ -96,7 +98,7 @@ def step_function(model, cache_length: int):
         *[tf.TensorSpec([None, 1, heads, None, depth], dtype, name=n) for n in cache],
     ]
 
-    @tf.function(input_signature=specs)
+    @tf.function(input_signature=specs, autograph=False)
     def step(ids, step, cross_bias, *tensors):
         memories, caches = tensors[: 2 * layers], tensors[2 * layers :]
         # The state's weights and mask rows; its cross-attention part is made from a stand-in

@@ -148,10 +148,17 @@ class ExportModule(tf.Module):
         functions = self._untracked.functions
         if not functions:
             # Not tf.function attributes of the module: `tf.saved_model.save` would trace those
-            # a second time under its save context (a different trace-cache key).
-            functions["serving_default"] = tf.function(self._serve, input_signature=[SENTENCES])
-            functions["greedy"] = tf.function(self._greedy, input_signature=[SENTENCES])
-            functions["attention"] = tf.function(self._attention, input_signature=[SENTENCE])
+            # a second time under its save context (a different trace-cache key). No AutoGraph:
+            # graph code throughout (see `make_decode_fn`).
+            functions["serving_default"] = tf.function(
+                self._serve, input_signature=[SENTENCES], autograph=False
+            )
+            functions["greedy"] = tf.function(
+                self._greedy, input_signature=[SENTENCES], autograph=False
+            )
+            functions["attention"] = tf.function(
+                self._attention, input_signature=[SENTENCE], autograph=False
+            )
         return {name: fn.get_concrete_function() for name, fn in functions.items()}
 
     def source_buckets(self) -> list[int]:
