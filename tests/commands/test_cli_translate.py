@@ -13,7 +13,7 @@ from tf_transformer import cli
 from tf_transformer.run_dir import RunDir
 from tf_transformer.weights import model_checkpoint
 
-pytestmark = pytest.mark.cost(100)  # seconds in make test (measured)
+pytestmark = pytest.mark.cost(40)  # seconds in make test (measured)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ARGS_SENTENCES = ["o carro vermelho é novo .", "nós comemos ."]
