@@ -18,9 +18,9 @@ import gc
 
 import pytest
 
-# Tracing a graph makes Python objects by the hundred thousand, and the default collector
-# (a pass every 700 new objects) walks them again and again: 5-8% of a training module's CPU
-# time here. Collections come 70 times less often in the test processes; nothing else changes.
+# Tracing graphs makes many Python objects, and the default collector (a pass every 700 new
+# objects) walks them again and again: 6-10% of test_accumulation's CPU time here. Collections
+# come 70 times less often in the test processes; nothing else changes.
 gc.set_threshold(50_000, 20, 100)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

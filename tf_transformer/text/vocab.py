@@ -64,7 +64,8 @@ def learn_vocab(
     batches = texts.batch(batch_size)
     if lower_case:
         batches = batches.map(normalize)
-    # The tokenizer is graph code: AutoGraph would only re-read tensorflow_text at each call.
+    # The tokenizer is graph code: AutoGraph would only re-read tensorflow_text when the map is
+    # traced.
     words = batches.map(
         tf.autograph.experimental.do_not_convert(
             bert_tokenizer.BasicTokenizer(**BERT_TOKENIZER_PARAMS).tokenize
