@@ -17,7 +17,7 @@ import pytest
 
 from tf_transformer.data.ted_tarball import DEAD_URL
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.cost(30)]  # seconds in make test (measured)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,6 +6,8 @@ import pytest
 from tests.layers.test_cache_layout import assert_decodes_as_recompute
 from tf_transformer.layers.litert_layout import LiteRTLayout
 
+pytestmark = pytest.mark.cost(40)  # seconds in make test (measured)
+
 
 @pytest.mark.parametrize("beam_size", [1, 3])
 def test_litert_layout_decodes_as_recompute(beam_size):

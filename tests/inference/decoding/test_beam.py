@@ -21,6 +21,8 @@ from tf_transformer.inference.decoding.cached_decode import make_decode_fn, mode
 from tf_transformer.inference.decoding.greedy import greedy_decode
 from tf_transformer.inference.decoding.search import SplitCache, next_token_log_probs
 
+pytestmark = pytest.mark.cost(30)  # seconds in make test (measured)
+
 PAD, UNK, START, END, A, B, C = range(7)
 
 

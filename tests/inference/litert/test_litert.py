@@ -31,6 +31,8 @@ from ai_edge_litert.interpreter import Interpreter
 
 from tf_transformer.inference.litert.runtime import LiteRTTranslator
 
+pytestmark = pytest.mark.cost(40)  # seconds in make test (measured)
+
 REPO_ROOT = str(Path(__file__).resolve().parents[3])
 
 

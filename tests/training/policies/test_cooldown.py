@@ -25,6 +25,8 @@ from tf_transformer.training.step.schedule import (
     make_optimizer,
 )
 
+pytestmark = pytest.mark.cost(30)  # seconds in make test (measured)
+
 
 def test_budget_left_is_the_smallest_fraction_still_to_run():
     budget = Budget(max_steps=100, max_minutes=1.0, epochs=4, started=0.0)
