@@ -112,3 +112,40 @@ def shared_dir() -> Path:
     if not SHARED.is_dir():
         pytest.skip("../shared is absent")
     return SHARED
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _fits_ran():
+    """A flag set whenever `model.fit` runs in this process (see `_free_fit_iterators`)."""
+    from keras.src.backend.tensorflow.trainer import TensorFlowTrainer
+
+    ran = [False]
+    fit = TensorFlowTrainer.fit
+
+    @functools.wraps(fit)
+    def counted_fit(self, *args, **kwargs):
+        ran[0] = True
+        return fit(self, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(TensorFlowTrainer, "fit", counted_fit)
+        yield ran
+
+
+@pytest.fixture(autouse=True)
+def _free_fit_iterators(_fits_ran):
+    """Frees what a test's `model.fit` left in reference cycles as soon as the test ends.
+
+    Keras keeps each `fit`'s epoch iterator in a reference cycle (its generator) when the fit
+    stops in the middle of an epoch or raises. In `make test`'s workers, the collector freeing
+    such `tf.data` iterators minutes later (in whatever test ran then) waited 11-60 s for
+    the iterators' autotuning threads, the worker asleep. In the two runs logged (a plugin
+    recorded each collection and the iterators it freed) they were the iterators of
+    test_faults' in-process `train --fit` calls. Collected right after the test, while young,
+    the same iterators were freed in 0.05-0.2 s, and a run logged so had no collection over
+    1.1 s. Only the younger generations are collected here: a full collection of a worker
+    costs 1-2 s."""
+    yield
+    if _fits_ran[0]:
+        _fits_ran[0] = False
+        gc.collect(1)
