@@ -15,6 +15,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 import ast
 import functools
 import gc
+import sys
 
 import pytest
 
@@ -106,6 +107,18 @@ def pytest_xdist_make_scheduler(config, log):
     return group_scheduling()(config, log)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_unconfigure(config):
+    """A `make test` worker leaves as soon as it has sent its results (xdist's
+    `workerfinished`, at the end of the session), without tearing its interpreter down: the
+    collections of a worker's heap at exit took 8-10 s of both cores after the last test
+    (`py-spy` in `gc_collect_main`), and nothing after this point reaches the controller."""
+    if hasattr(config, "workerinput"):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
 @pytest.fixture
 def shared_dir() -> Path:
     """`../shared` beside the repository; skips the test when it is absent (a user's clone)."""
@@ -115,37 +128,33 @@ def shared_dir() -> Path:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _fits_ran():
-    """A flag set whenever `model.fit` runs in this process (see `_free_fit_iterators`)."""
+def _fit_without_autotuning():
+    """`model.fit` in the test processes reads its `tf.data` inputs without autotuning.
+
+    Keras keeps each `fit`'s epoch iterator in a reference cycle (its generator) when the fit
+    stops in the middle of an epoch or raises, so the iterator is freed by a later garbage
+    collection. In `make test`'s workers such collections waited 9-60 s, the worker asleep in
+    the iterator's destructor, which joins the thread that autotunes the pipeline (`py-spy`
+    and `gdb` stacks; a plugin that logged each collection and the iterators it freed found
+    test_faults' in-process `train --fit` calls' iterators every time, 0.7-150 s old).
+    Run alone, the same tests' iterators were freed in 0.05-0.9 s; the cause is not known.
+    Without autotuning an iterator has no such thread. Autotuning only picks parallelism and
+    buffer sizes: the batches, in order, are the same."""
+    import tensorflow as tf
     from keras.src.backend.tensorflow.trainer import TensorFlowTrainer
 
-    ran = [False]
+    options = tf.data.Options()
+    options.autotune.enabled = False
     fit = TensorFlowTrainer.fit
 
     @functools.wraps(fit)
-    def counted_fit(self, *args, **kwargs):
-        ran[0] = True
-        return fit(self, *args, **kwargs)
+    def fit_without_autotuning(self, x=None, *args, validation_data=None, **kwargs):
+        x, validation_data = (
+            data.with_options(options) if isinstance(data, tf.data.Dataset) else data
+            for data in (x, validation_data)
+        )
+        return fit(self, x, *args, validation_data=validation_data, **kwargs)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(TensorFlowTrainer, "fit", counted_fit)
-        yield ran
-
-
-@pytest.fixture(autouse=True)
-def _free_fit_iterators(_fits_ran):
-    """Frees what a test's `model.fit` left in reference cycles as soon as the test ends.
-
-    Keras keeps each `fit`'s epoch iterator in a reference cycle (its generator) when the fit
-    stops in the middle of an epoch or raises. In `make test`'s workers, the collector freeing
-    such `tf.data` iterators minutes later (in whatever test ran then) waited 11-60 s for
-    the iterators' autotuning threads, the worker asleep. In the two runs logged (a plugin
-    recorded each collection and the iterators it freed) they were the iterators of
-    test_faults' in-process `train --fit` calls. Collected right after the test, while young,
-    the same iterators were freed in 0.05-0.2 s, and a run logged so had no collection over
-    1.1 s. Only the younger generations are collected here: a full collection of a worker
-    costs 1-2 s."""
-    yield
-    if _fits_ran[0]:
-        _fits_ran[0] = False
-        gc.collect(1)
+        patch.setattr(TensorFlowTrainer, "fit", fit_without_autotuning)
+        yield
