@@ -33,9 +33,11 @@ def test_compiled_loss_equals_custom_loop_loss():
 
 
 @pytest.mark.slow
-def test_fit_trains_and_saves_a_loadable_keras_model(tmp_path):
+def test_fit_trains_and_saves_a_loadable_keras_model(tmp_path, recwarn):
     config = TRAIN.replace(epochs=6, warmup_steps=40, max_steps=None)
     model = fit(tmp_path / "run", MODEL, config, copy_task(0), copy_task(1), verbose=0).model
+    # No Keras warning that "`shuffle=True` was passed, but will be ignored" for a dataset.
+    assert not [w for w in recwarn if "shuffle" in str(w.message)]
     history = model.history  # Keras' History of the last `fit`
     losses = history.history["loss"]
     assert losses[-1] < 0.8 * losses[0], losses

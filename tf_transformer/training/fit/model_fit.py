@@ -243,6 +243,9 @@ def fit(
                     epochs=train_config.epochs or _UNBOUNDED_EPOCHS,
                     initial_epoch=initial_epoch,
                     steps_per_epoch=steps_per_epoch,
+                    # Keras cannot shuffle a dataset (the pipeline does: `make_batches`); its
+                    # default, True, only warns that it is ignored.
+                    shuffle=False,
                     callbacks=callbacks,
                     verbose=verbose,
                 )
