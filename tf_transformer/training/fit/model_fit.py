@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import shutil
 import tempfile
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -235,7 +236,12 @@ def fit(
             # After Keras' own: `BackupAndRestore` restores the step count that
             # `FitProgress` reads.
             callbacks += [FitProgress(progress=status), *policies.callbacks()]
-            with strategy.scope():
+            with strategy.scope(), warnings.catch_warnings():
+                # Keras learns an epoch's length from a dataset of unknown length (ours: the
+                # bucketed batches) by running out of it at the end of the first epoch, and
+                # says "Your input ran out of data; interrupting training" then; training goes
+                # on. A distributed run's endless stream never runs out.
+                warnings.filterwarnings("ignore", "Your input ran out of data", UserWarning)
                 history = model.fit(
                     dataset,
                     validation_data=val_ds,
