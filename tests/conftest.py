@@ -111,7 +111,7 @@ def pytest_xdist_make_scheduler(config, log):
 def pytest_unconfigure(config):
     """A `make test` worker leaves as soon as it has sent its results (xdist's
     `workerfinished`, at the end of the session), without tearing its interpreter down: the
-    collections of a worker's heap at exit took 8-10 s of both cores after the last test
+    collections of a worker's heap at exit kept both cores busy 9-11 s after the last test
     (`py-spy` in `gc_collect_main`), and nothing after this point reaches the controller."""
     if hasattr(config, "workerinput"):
         sys.stdout.flush()
