@@ -19,10 +19,12 @@ import sys
 
 import pytest
 
+from tf_transformer.cli import TRACING_GC_THRESHOLD
+
 # Tracing graphs makes many Python objects, and the default collector (a pass every 700 new
 # objects) walks them again and again: 6-10% of test_accumulation's CPU time here. Collections
-# come 70 times less often in the test processes; nothing else changes.
-gc.set_threshold(50_000, 20, 100)
+# come 70 times less often in the test processes, as in the CLI's; nothing else changes.
+gc.set_threshold(*TRACING_GC_THRESHOLD)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED = REPO_ROOT.parent / "shared"

@@ -49,6 +49,11 @@ def call(main, args: list[str]) -> dict:
 
 
 if __name__ == "__main__":
+    import gc
+
+    from tf_transformer.cli import TRACING_GC_THRESHOLD
+
+    gc.set_threshold(*TRACING_GC_THRESHOLD)  # as in the test processes (tests/conftest.py)
     calls = json.loads(Path(sys.argv[1]).read_text())
     main = load_quality().main
     results = [call(main, args) for args in calls]

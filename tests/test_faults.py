@@ -205,9 +205,15 @@ def test_no_whole_checkpoint_is_one_error_line(run, capsys):
 
 
 def test_a_torn_fit_backup_is_passed_over_for_the_newest_whole_checkpoint(tmp_path, capsys):
+    from tf_transformer.data.sample import sample_pairs
+
     run = RunDir(tmp_path / "fit")
     backup = run.root / "fit" / "backup"
-    train = ["train", "--preset", "tiny", "--dataset", "sample", "--fit", "--quiet"]
+    # 3,000 pairs: an epoch of ~30 steps (a second or so), long enough for the kill below to
+    # land in the second one.
+    corpus = tmp_path / "pairs.tsv"
+    corpus.write_text("".join(f"{pt}\t{en}\n" for pt, en in sample_pairs("train")[:3000]))
+    train = ["train", "--preset", "tiny", "--dataset", str(corpus), "--fit", "--quiet"]
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     killed = subprocess.Popen(
         [sys.executable, "-m", "tf_transformer.cli", *train, "--run-dir", str(run.root)]
@@ -216,7 +222,7 @@ def test_a_torn_fit_backup_is_passed_over_for_the_newest_whole_checkpoint(tmp_pa
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    # Killed in its second epoch (one of `sample` takes seconds): Keras deletes its backup only
+    # Killed in its second epoch: Keras deletes its backup only
     # when `fit` ends, and checkpoints are saved only at each epoch's end, after the backup.
     try:
         deadline = time.monotonic() + 240

@@ -12,6 +12,7 @@ numpy) is not the user's to fix, and shows its traceback.
 from __future__ import annotations
 
 import argparse
+import gc
 import linecache
 import os
 import sys
@@ -37,6 +38,12 @@ USER_ERRORS = (
 
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+# Tracing a model's functions makes many short-lived Python objects, and the default collector
+# (a pass every 700 new objects) walks them again and again. As a program, the CLI collects 70
+# times less often: `train --preset tiny --max-steps 30` on 3,000 pairs took 8.5 CPU-s instead
+# of 9.0 (median of 5 runs each). The test processes use the same (tests/conftest.py).
+TRACING_GC_THRESHOLD = (50_000, 20, 100)
 
 
 def is_user_error(error: BaseException) -> bool:
@@ -112,8 +119,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Runs one command: `argv` (default: the program's arguments, and then, as the program,
+    with fewer garbage collections: `TRACING_GC_THRESHOLD`). Returns the exit code."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    argv = sys.argv[1:] if argv is None else argv
+    if argv is None:  # the program itself (`tf-transformer`, `python -m tf_transformer.cli`)
+        gc.set_threshold(*TRACING_GC_THRESHOLD)
+        argv = sys.argv[1:]
     # The command, for the warning lines: the top-level parser takes no option but --help.
     command = argv[0] if argv and argv[0] in COMMANDS else None
     with warnings.catch_warnings():  # the package's warnings as one line each

@@ -112,3 +112,36 @@ def test_servable_not_found_says_to_pass_model_name(capsys):
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "HTTP 404: Servable not found" in error
     assert "asked for model 'transformer': pass --model-name NAME" in error
+
+
+def test_the_program_collects_garbage_less_often_and_a_call_from_python_leaves_it():
+    import gc
+    import json
+    import subprocess
+    import sys
+
+    from tf_transformer.cli import TRACING_GC_THRESHOLD
+
+    # As the program (arguments from sys.argv), the CLI sets its collector's threshold.
+    script = (
+        "import gc, sys\n"
+        "from tf_transformer import cli\n"
+        "sys.argv = ['tf-transformer', 'translate', 'RUN', '--no-such-flag']\n"
+        "try:\n"
+        "    cli.main()\n"
+        "except SystemExit:\n"
+        "    print(list(gc.get_threshold()))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert json.loads(done.stdout) == list(TRACING_GC_THRESHOLD) != [700, 10, 10]  # the default
+    # Called from Python with its arguments, it leaves the caller's collector as it was.
+    before = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    try:
+        with pytest.raises(SystemExit):
+            main(["translate", "RUN", "--no-such-flag"])
+        assert gc.get_threshold() == (700, 10, 10)
+    finally:
+        gc.set_threshold(*before)

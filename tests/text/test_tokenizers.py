@@ -283,6 +283,26 @@ def test_saved_model_reloads_in_fresh_process(tokenizers, saved_tokenizers, tmp_
     assert expected_ids[1].count(UNK_ID) == 1  # the emoji
 
 
+def test_save_traces_each_input_form_once_and_keeps_every_form(written_train, tmp_path):
+    # `tf.saved_model.save` traces a function's recorded input forms again under its save
+    # context unless they were traced under it; `Tokenizers.save` traces them there.
+    toks = build_tokenizers(_dataset(written_train[:200]), vocab_size=300, learn_params=FAST_LEARN)
+    toks.save(tmp_path / "saved")
+    for tok in (toks.source, toks.target):
+        functions = (tok.tokenize, tok.detokenize, tok.lookup)
+        assert [f.experimental_get_tracing_count() for f in functions] == [1, 3, 2]
+    loaded = load_tokenizers(tmp_path / "saved").target
+    ids = [[START_ID, 10, 11, END_ID]]
+    forms = (
+        tf.constant(ids, tf.int64),
+        tf.constant(ids, tf.int32),
+        tf.ragged.constant(ids, tf.int64),
+    )
+    assert len({loaded.detokenize(form).numpy()[0] for form in forms}) == 1
+    dense, ragged = (loaded.lookup(form).to_list() for form in forms[::2])
+    assert dense == ragged and dense[0][0] == b"[START]"
+
+
 @pytest.mark.parametrize("shared_vocab", [False, True], ids=["two_vocabs", "shared_vocab"])
 def test_lower_case_source_ignores_source_case_and_keeps_target_case(
     written_train, shared_vocab, tmp_path

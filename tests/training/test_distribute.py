@@ -29,8 +29,10 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # Runs in a fresh process: logical devices must be set before TensorFlow initialises them.
 SCRIPT = """
-import json, sys, tempfile
+import gc, json, sys, tempfile
 import tensorflow as tf
+from tf_transformer.cli import TRACING_GC_THRESHOLD
+gc.set_threshold(*TRACING_GC_THRESHOLD)  # as in the test processes (tests/conftest.py)
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 from tests.training.test_loop import MODEL, TRAIN, copy_task

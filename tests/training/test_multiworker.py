@@ -64,7 +64,12 @@ def free_ports(count: int) -> list[int]:
 def worker(run_dir: str, corpus: str, strategy: str, accumulate_steps: int) -> None:
     """One training process (a worker, or the one-process reference): trains `run_dir/loop`
     with the custom loop, then `run_dir/fit` with `model.fit`; JSON lines on stdout."""
+    import gc
+
     from tf_transformer import training
+    from tf_transformer.cli import TRACING_GC_THRESHOLD
+
+    gc.set_threshold(*TRACING_GC_THRESHOLD)  # as in the test processes (tests/conftest.py)
     from tf_transformer.config import DataConfig, get_preset, get_train_preset
 
     config = get_train_preset("tiny").replace(

@@ -14,9 +14,10 @@ from tf_transformer.text.truecase import FirstWordTruecaser, capitalize_first_le
 from tf_transformer.text.vocab import BERT_TOKENIZER_PARAMS, normalize
 
 _STRINGS = tf.TensorSpec(shape=[None], dtype=tf.string)
+# Named as the functions' argument, as the signatures ``tf.saved_model.save`` traces again are.
 _DENSE_IDS = (
-    tf.TensorSpec(shape=[None, None], dtype=tf.int64),
-    tf.TensorSpec(shape=[None, None], dtype=tf.int32),
+    tf.TensorSpec(shape=[None, None], dtype=tf.int64, name="ids"),
+    tf.TensorSpec(shape=[None, None], dtype=tf.int32, name="ids"),
 )
 _RAGGED_IDS = tf.RaggedTensorSpec(shape=[None, None], dtype=tf.int64, ragged_rank=1)
 
@@ -67,7 +68,8 @@ class LanguageTokenizer(tf.Module):
 
         ``tf.saved_model.save`` keeps only the traces a function without an input signature
         already has; `Tokenizers.save` calls this so the SavedModel accepts dense int64/int32
-        and ragged int64 ids. Call it before saving another module that holds this tokenizer.
+        and ragged int64 ids (it traces them under the save's context, so that the save reuses
+        the traces). Call it before saving another module that holds this tokenizer.
         """
         for spec in (*_DENSE_IDS, _RAGGED_IDS):
             self.detokenize.get_concrete_function(spec)
