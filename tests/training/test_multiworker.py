@@ -68,9 +68,9 @@ def worker(run_dir: str, corpus: str, strategy: str, accumulate_steps: int) -> N
 
     from tf_transformer import training
     from tf_transformer.cli import TRACING_GC_THRESHOLD
+    from tf_transformer.config import DataConfig, get_preset, get_train_preset
 
     gc.set_threshold(*TRACING_GC_THRESHOLD)  # as in the test processes (tests/conftest.py)
-    from tf_transformer.config import DataConfig, get_preset, get_train_preset
 
     config = get_train_preset("tiny").replace(
         **TRAIN_CHANGES, strategy=strategy, accumulate_steps=accumulate_steps
