@@ -209,8 +209,8 @@ def test_a_torn_fit_backup_is_passed_over_for_the_newest_whole_checkpoint(tmp_pa
 
     run = RunDir(tmp_path / "fit")
     backup = run.root / "fit" / "backup"
-    # 3,000 pairs: an epoch of ~30 steps (a second or so), long enough for the kill below to
-    # land in the second one.
+    # 3,000 pairs: an epoch of ~30 steps (`sample`'s 20,000 make ~211), long enough for the
+    # kill below to land in the second one.
     corpus = tmp_path / "pairs.tsv"
     corpus.write_text("".join(f"{pt}\t{en}\n" for pt, en in sample_pairs("train")[:3000]))
     train = ["train", "--preset", "tiny", "--dataset", str(corpus), "--fit", "--quiet"]
@@ -222,8 +222,8 @@ def test_a_torn_fit_backup_is_passed_over_for_the_newest_whole_checkpoint(tmp_pa
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    # Killed in its second epoch: Keras deletes its backup only
-    # when `fit` ends, and checkpoints are saved only at each epoch's end, after the backup.
+    # Killed in its second epoch: Keras deletes its backup only when `fit` ends, and checkpoints
+    # are saved only at each epoch's end, after the backup.
     try:
         deadline = time.monotonic() + 240
         while not (run.checkpoints_path / "checkpoint").is_file():  # written after the backup

@@ -68,8 +68,8 @@ class LanguageTokenizer(tf.Module):
 
         ``tf.saved_model.save`` keeps only the traces a function without an input signature
         already has; `Tokenizers.save` calls this so the SavedModel accepts dense int64/int32
-        and ragged int64 ids (it traces them under the save's context, so that the save reuses
-        the traces). Call it before saving another module that holds this tokenizer.
+        and ragged int64 ids, under the save's context so that the save reuses these traces.
+        Call it before saving another module that holds this tokenizer.
         """
         for spec in (*_DENSE_IDS, _RAGGED_IDS):
             self.detokenize.get_concrete_function(spec)
