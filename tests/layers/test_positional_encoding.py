@@ -60,7 +60,7 @@ def test_positional_embedding_keeps_a_static_length_with_a_tensor_offset():
     # padded to max_length rows, and a one-step decode then costs max_length positions.
     layer = PositionalEmbedding(vocab_size=10, d_model=4, max_length=8)
 
-    @tf.function
+    @tf.function(autograph=False)
     def step(ids, offset):
         out = layer(ids, offset=offset)
         assert out.shape[1] == 1, out.shape

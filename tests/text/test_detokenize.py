@@ -65,7 +65,7 @@ def test_keeps_shape_and_is_idempotent_on_written_text():
 
 
 def test_rules_compile_in_re2_and_run_as_one_core_op():
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
     def detok(text):
         return attach_punctuation(text)
 

@@ -53,6 +53,6 @@ def add_concatenations(
         )
 
     draws = tf.data.Dataset.zip(first, second).enumerate()
-    joined = draws.filter(lambda index, pair: kept(index))
-    joined = joined.map(lambda index, pair: join(*pair))
+    joined = draws.filter(tf.autograph.experimental.do_not_convert(lambda index, pair: kept(index)))
+    joined = joined.map(tf.autograph.experimental.do_not_convert(lambda index, pair: join(*pair)))
     return pairs.concatenate(joined)

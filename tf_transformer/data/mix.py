@@ -40,7 +40,11 @@ def count_pairs(pairs: tf.data.Dataset) -> int:
     size = int(pairs.cardinality())
     if size >= 0:
         return size
-    return int(pairs.reduce(np.int64(0), lambda count, _: count + 1))
+    return int(
+        pairs.reduce(
+            np.int64(0), tf.autograph.experimental.do_not_convert(lambda count, _: count + 1)
+        )
+    )
 
 
 def sample_mix(datasets, weights, seed: int) -> tf.data.Dataset:
@@ -108,8 +112,10 @@ class Mix:
         drawn = sample_mix(indices, self.weights, seed).take(self.epoch_size)
         counts = drawn.batch(65536).reduce(
             tf.zeros(len(self.names), tf.int64),
-            lambda total, batch: (
-                total + tf.math.bincount(batch, minlength=len(self.names), dtype=tf.int64)
+            tf.autograph.experimental.do_not_convert(
+                lambda total, batch: (
+                    total + tf.math.bincount(batch, minlength=len(self.names), dtype=tf.int64)
+                )
             ),
         )
         return dict(zip(self.names, counts.numpy().tolist()))

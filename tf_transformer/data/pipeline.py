@@ -54,15 +54,21 @@ def prepare_examples(
     if max_tokens < 2:
         raise ValueError(f"max_tokens must leave room for [START] and [END], got {max_tokens}")
 
+    # Graph code without Python control flow: AutoGraph would only re-read it (and what it calls)
+    # each time a map is traced.
+    @tf.autograph.experimental.do_not_convert
     def tokenize(source, target):
         return tokenizers.source.tokenize(source), tokenizers.target.tokenize(target)
 
+    @tf.autograph.experimental.do_not_convert
     def fits(src, tgt):
         return (tf.size(src) <= max_tokens) & (tf.size(tgt) <= max_tokens + 1)
 
+    @tf.autograph.experimental.do_not_convert
     def bound(src, tgt):
         return _truncate(src, max_tokens), _truncate(tgt, max_tokens + 1)
 
+    @tf.autograph.experimental.do_not_convert
     def shift(src, tgt):
         return (src, tgt[:-1]), tgt[1:]
 
@@ -167,6 +173,7 @@ def make_batches(
         cache=cache,
     )
 
+    @tf.autograph.experimental.do_not_convert
     def length(inputs, tgt_out):
         src, tgt_in = inputs
         return tf.maximum(tf.size(src), tf.size(tgt_in))

@@ -147,7 +147,7 @@ def _in_direction(pairs: tf.data.Dataset, spec: str, source_lang: str, target_la
     if (source_lang, target_lang) == ("pt", "en"):
         return pairs
     if (source_lang, target_lang) == ("en", "pt"):
-        return pairs.map(lambda pt, en: (en, pt))
+        return pairs.map(tf.autograph.experimental.do_not_convert(lambda pt, en: (en, pt)))
     raise ValueError(
         f"{spec!r} is a Portuguese-English corpus; it has no {source_lang}->{target_lang} "
         "direction (use pt->en or en->pt, or a directory of text files for other languages)"

@@ -100,7 +100,12 @@ class LanguageTokenizer(tf.Module):
         """
         if isinstance(ids, tf.RaggedTensor):
             ids = ids.to_tensor(default_value=PAD_ID)
-        ids = tf.cast(ids, tf.int64)  # (batch, len)
+        # One trace of the text work, shared by every input form (a SavedModel stores it once).
+        return self._detokenize_dense(tf.cast(ids, tf.int64))
+
+    @tf.function(input_signature=[_DENSE_IDS[0]], autograph=False)
+    def _detokenize_dense(self, ids: tf.Tensor) -> tf.Tensor:
+        """`detokenize` of dense int64 ids `(batch, len)`."""
         after_end = tf.cumsum(tf.cast(ids == END_ID, tf.int32), axis=-1, exclusive=True) > 0
         keep = (ids != PAD_ID) & (ids != START_ID) & (ids != END_ID) & ~after_end
         kept = tf.ragged.boolean_mask(ids, keep)

@@ -196,11 +196,13 @@ def build_tokenizers(
         first_words = learn_first_words(
             target.decode("utf-8") for _, target in pairs.as_numpy_iterator()
         )
-    sources = pairs.map(lambda source, target: normalize(source, lower[0]))
-    targets = pairs.map(lambda source, target: target)
+    # Graph code without Python control flow on tensors: AutoGraph would only re-read it.
+    graph = tf.autograph.experimental.do_not_convert
+    sources = pairs.map(graph(lambda source, target: normalize(source, lower[0])))
+    targets = pairs.map(graph(lambda source, target: target))
     if first_words:  # each side counted as its tokenizer reads it: truecased, then normalised
-        targets = targets.map(FirstWordTruecaser(first_words).lower_first_word)
-    texts = [sources, targets.map(lambda target: normalize(target, lower[1]))]
+        targets = targets.map(graph(FirstWordTruecaser(first_words).lower_first_word))
+    texts = [sources, targets.map(graph(lambda target: normalize(target, lower[1])))]
     if shared_vocab:  # word counts of both languages, one vocabulary for both roles
         vocabs = [learn(texts[0].concatenate(texts[1]), description="shared vocabulary")] * 2
     else:

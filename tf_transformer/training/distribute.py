@@ -198,7 +198,9 @@ def replica_batches(
     padded = dataset.concatenate(tf.data.Dataset.from_tensors(empty).repeat(group_size - 1))
     windows = padded.window(group_size, drop_remainder=True)
     return windows.flat_map(
-        lambda *window: tf.data.Dataset.zip(window).skip(start).take(count)
+        tf.autograph.experimental.do_not_convert(
+            lambda *window: tf.data.Dataset.zip(window).skip(start).take(count)
+        )
     ).prefetch(tf.data.AUTOTUNE)
 
 

@@ -32,6 +32,7 @@ __all__ = ["NonFiniteLossError", "TrainResult", "WorkerLostError", "train", "wri
 Batches = tf.data.Dataset | Callable[[int], tf.data.Dataset]
 
 
+@tf.autograph.experimental.do_not_convert  # three casts: nothing for AutoGraph to convert
 def as_int64(inputs, tgt_out):
     src, tgt_in = inputs
     return (tf.cast(src, tf.int64), tf.cast(tgt_in, tf.int64)), tf.cast(tgt_out, tf.int64)
