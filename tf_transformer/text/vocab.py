@@ -62,10 +62,9 @@ def learn_vocab(
         The vocabulary, reserved tokens first.
     """
     batches = texts.batch(batch_size)
+    # Graph code: AutoGraph would only re-read it (and tensorflow_text) when a map is traced.
     if lower_case:
-        batches = batches.map(normalize)
-    # The tokenizer is graph code: AutoGraph would only re-read tensorflow_text when the map is
-    # traced.
+        batches = batches.map(tf.autograph.experimental.do_not_convert(normalize))
     words = batches.map(
         tf.autograph.experimental.do_not_convert(
             bert_tokenizer.BasicTokenizer(**BERT_TOKENIZER_PARAMS).tokenize
