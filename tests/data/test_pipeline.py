@@ -1,5 +1,6 @@
 """Tests for tf_transformer.data.pipeline: shift, truncation, token budget, bucketing padding."""
 
+import re
 import types
 
 import numpy as np
@@ -133,3 +134,35 @@ def test_real_tokenizers_feed_model_fit(letter_tokenizers):
     model.compile(loss=loss)
     history = model.fit(ds, epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"][0])
+
+
+def _package_function_names() -> set[str]:
+    """The top-level names of the functions and classes the package's loaded modules define."""
+    import sys
+
+    return {
+        value.__qualname__.split(".")[0]
+        for name, module in list(sys.modules.items())
+        if name.split(".")[0] == "tf_transformer"
+        for value in vars(module).values()
+        if callable(value) and getattr(value, "__module__", "").startswith("tf_transformer")
+    }
+
+
+def test_building_tokenizers_and_batches_converts_no_package_function_with_autograph(capsys):
+    # AutoGraph logs each function a traced map calls through it ("Converted call: <function
+    # NAME at ...>"); the package's map, filter and reduce functions are graph code, left alone.
+    from tf_transformer.data.sample import sample_pairs
+    from tf_transformer.text.tokenizers import build_tokenizers
+
+    pairs = _pairs(sample_pairs("train")[:100])
+    tf.autograph.set_verbosity(1, alsologtostdout=True)
+    try:
+        tokenizers = build_tokenizers(pairs, vocab_size=300, learn_params={"num_iterations": 1})
+        next(iter(make_batches(pairs, tokenizers, token_budget=256)))
+    finally:
+        tf.autograph.set_verbosity(0)
+    called = re.findall(r"Converted call: <function ([\w.<>]+) at ", capsys.readouterr().out)
+    assert called, "AutoGraph logged nothing: the check below would pass whatever happened"
+    ours = {name for name in called if name.split(".")[0] in _package_function_names()}
+    assert not ours, f"AutoGraph converted the package's {sorted(ours)}"
