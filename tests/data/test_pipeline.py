@@ -1,6 +1,7 @@
 """Tests for tf_transformer.data.pipeline: shift, truncation, token budget, bucketing padding."""
 
 import re
+import sys
 import types
 
 import numpy as np
@@ -138,8 +139,6 @@ def test_real_tokenizers_feed_model_fit(letter_tokenizers):
 
 def _package_function_names() -> set[str]:
     """The top-level names of the functions and classes the package's loaded modules define."""
-    import sys
-
     return {
         value.__qualname__.split(".")[0]
         for name, module in list(sys.modules.items())

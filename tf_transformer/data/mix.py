@@ -35,16 +35,13 @@ def unique_names(specs) -> list[str]:
     return names
 
 
-def count_pairs(pairs: tf.data.Dataset) -> int:
-    """The number of pairs (the cardinality when tf.data knows it, else counted)."""
-    size = int(pairs.cardinality())
+def count_elements(dataset: tf.data.Dataset) -> int:
+    """The number of elements (the cardinality when tf.data knows it, else counted)."""
+    size = int(dataset.cardinality())
     if size >= 0:
         return size
-    return int(
-        pairs.reduce(
-            np.int64(0), tf.autograph.experimental.do_not_convert(lambda count, _: count + 1)
-        )
-    )
+    add_one = tf.autograph.experimental.do_not_convert(lambda count, _: count + 1)
+    return int(dataset.reduce(np.int64(0), add_one))
 
 
 def sample_mix(datasets, weights, seed: int) -> tf.data.Dataset:
@@ -81,7 +78,7 @@ class Mix:
         """
         names = unique_names(data.dataset)
         corpora = [data.load(split, spec) for spec in data.dataset]
-        sizes = [count_pairs(pairs) for pairs in corpora]
+        sizes = [count_elements(pairs) for pairs in corpora]
         for spec, size in zip(data.dataset, sizes):
             if not size:
                 raise ValueError(f"corpus {spec} has no {split} pairs.")

@@ -18,6 +18,7 @@ from pathlib import Path
 import tensorflow as tf
 
 from tf_transformer.config import ModelConfig, TrainConfig
+from tf_transformer.data.mix import count_elements
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training.checkpoints import restore_newest
 from tf_transformer.training.distribute import Workers, distribute_batches, num_workers
@@ -186,9 +187,7 @@ def fit(
         # without an update, which shifts the learning-rate schedule). An endless stream
         # (reshuffled at each pass) cut into epochs of one pass's steps never ends in a step.
         counted = train_ds(0) if callable(train_ds) else dataset  # keeps `dataset`'s orders
-        batches = int(
-            counted.reduce(0, tf.autograph.experimental.do_not_convert(lambda count, _: count + 1))
-        )
+        batches = count_elements(counted)
         steps_per_epoch = max(math.ceil(batches / strategy.num_replicas_in_sync), 1)
         dataset = distribute_batches(strategy, dataset.repeat())
         val_ds = None if val_ds is None else distribute_batches(strategy, val_ds)
