@@ -12,7 +12,7 @@ CONSTRAINTS := constraints.txt
 # `make smoke` runs on python3.13 unless PYTHON is given (make smoke PYTHON=python3.10).
 SMOKE_PYTHON := $(if $(filter file,$(origin PYTHON)),python3.13,$(PYTHON))
 
-.PHONY: venv test demo notebook docs docs-serve smoke clean
+.PHONY: venv test test-avx2 demo notebook docs docs-serve smoke clean
 
 $(STAMP): setup.cfg pyproject.toml $(CONSTRAINTS)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -31,6 +31,22 @@ TEST_WORKERS ?= 2
 test: $(STAMP)
 	@$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: no tests were collected"; exit 1; fi; exit $$rc
+
+# The modules whose results depend on rounding (decoding, layers, LiteRT, the model, the train
+# step), run again with kernels other than this CPU's, as an AVX2-only CPU (no AVX-512) runs
+# them. XLA:CPU generates AVX2 code (XLA_FLAGS); then (1) oneDNN is limited to AVX2 for the
+# float32 decoding tests, and (2) oneDNN is off for all of them, as TensorFlow is for bfloat16 on
+# a CPU without AVX-512 (Eigen's kernels; this reproduces a near-tie an AVX2-only AMD EPYC
+# flipped). bfloat16 under (1) aborts on an AVX-512 CPU: TensorFlow gives bfloat16 ops to oneDNN
+# whenever the CPU has AVX-512, and oneDNN limited to AVX2 has no bfloat16 matmul. ~1.5 min.
+AVX2_LIMITS := XLA_FLAGS=--xla_cpu_max_isa=AVX2 ONEDNN_MAX_CPU_ISA=AVX2
+NUMERICS_TESTS := tests/inference/decoding tests/layers tests/inference/litert tests/test_model.py \
+    tests/test_masks.py tests/test_shared_embeddings.py tests/training/step \
+    tests/inference/test_translator.py
+PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile
+test-avx2: $(STAMP)
+	$(AVX2_LIMITS) $(PYTEST) tests/inference/decoding -k "not bfloat16"
+	TF_ENABLE_ONEDNN_OPTS=0 $(AVX2_LIMITS) $(PYTEST) $(NUMERICS_TESTS)
 
 # Trains runs/demo on the sample corpus in written style (sample_written), exports it to
 # saved_models/demo, prints 5 test translations (pt, reference, cased output) and the cased

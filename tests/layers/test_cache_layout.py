@@ -1,7 +1,7 @@
-import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.inference.decoding.teacher_forcing import assert_decodes_as_the_model
 from tf_transformer.config import get_preset
 from tf_transformer.inference.decoding.cached_decode import make_decode_fn
 from tf_transformer.layers.attention import MATMUL
@@ -48,8 +48,9 @@ class OneHotLayout:
 
 
 def assert_decodes_as_recompute(layout, beam_size: int, **options) -> None:
-    """A tiny model decoded through `layout` (a CacheLayout class) gives recompute's ids and
-    scores, greedy or beam; `options` go to `make_decode_fn` (e.g. `jit_compile=True`)."""
+    """A tiny model decoded through `layout` (a CacheLayout class) chooses and scores as the full
+    model does (recompute, `teacher_forcing.py`), greedy or every beam; `options` go to
+    `make_decode_fn` (e.g. `jit_compile=True`)."""
     config = get_preset("tiny").replace(
         num_layers=2, d_model=16, dff=32, input_vocab_size=30, target_vocab_size=40
     )
@@ -58,10 +59,9 @@ def assert_decodes_as_recompute(layout, beam_size: int, **options) -> None:
     model.build()
     src = tf.constant([[2, 5, 6, 7, 8, 3], [2, 9, 3, 0, 0, 0]], tf.int64)
     kwargs = {"max_new_tokens": 6, "beam_size": beam_size, "min_length": 6}
+    kwargs["return_all_beams"] = beam_size > 1
     ours = make_decode_fn(model, step_layout=layout, **options, **kwargs)(src)
-    reference = make_decode_fn(model, recompute=True, **kwargs)(src)
-    np.testing.assert_array_equal(ours.ids.numpy(), reference.ids.numpy())
-    np.testing.assert_allclose(ours.scores.numpy(), reference.scores.numpy(), atol=1e-5)
+    assert_decodes_as_the_model(model, src, ours, beam_size=beam_size, min_length=6)
 
 
 @pytest.mark.parametrize("beam_size", [1, 3])

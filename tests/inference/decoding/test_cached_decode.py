@@ -5,6 +5,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.inference.decoding.teacher_forcing import (
+    assert_decodes_as_the_model,
+    assert_greedy_choices_are_the_models,
+    assert_scored_as_the_model,
+)
 from tf_transformer.config import get_preset
 from tf_transformer.inference.decoding.cached_decode import (
     make_decode_fn,
@@ -114,11 +119,12 @@ def model():
     return tiny_model()
 
 
-def test_cached_greedy_equals_recompute_greedy(model):
-    cached = make_decode_fn(model, max_new_tokens=8)(SRC)
-    reference = make_decode_fn(model, max_new_tokens=8, recompute=True)(SRC)
-    np.testing.assert_array_equal(cached.ids.numpy(), reference.ids.numpy())
-    np.testing.assert_allclose(cached.log_probs.numpy(), reference.log_probs.numpy(), atol=1e-4)
+@pytest.mark.parametrize("recompute", [False, True], ids=["cached", "recompute"])
+def test_greedy_chooses_and_scores_as_the_full_model(model, recompute):
+    # The full model on the decoded ids (teacher_forcing.py) is the reference: the same as
+    # recompute's ids wherever rounding cannot flip a choice.
+    out = make_decode_fn(model, max_new_tokens=8, recompute=recompute)(SRC)
+    assert_decodes_as_the_model(model, SRC, out, beam_size=1)
 
 
 @pytest.fixture(scope="module")
@@ -162,12 +168,10 @@ def test_cached_decoding_equals_recompute_under_gelu(gelu_models, beam_size, tie
     # The cached step runs the layers' own feed-forward: a new activation needs no second copy.
     model = gelu_models[tied]
     assert model.decoder.stack[1].ffn.inner.activation is tf.keras.activations.gelu
-    options = {"max_new_tokens": 5, "beam_size": beam_size}
-    reference = make_decode_fn(model, **options, recompute=True)(SRC)
+    options = {"max_new_tokens": 5, "beam_size": beam_size, "return_all_beams": beam_size > 1}
     for layout in ("graph", "xla"):
         cached = make_decode_fn(model, **options, step_layout=layout)(SRC)
-        np.testing.assert_array_equal(cached.ids.numpy(), reference.ids.numpy())
-        np.testing.assert_allclose(cached.scores.numpy(), reference.scores.numpy(), atol=1e-4)
+        assert_decodes_as_the_model(model, SRC, cached, beam_size=beam_size)
 
 
 @pytest.mark.parametrize("layout", ["graph", "xla"])
@@ -195,31 +199,27 @@ def test_max_new_tokens_beyond_the_positional_table_is_refused(model):
         model_logits_fn(model, SRC, model.config.max_length + 1)
 
 
-@functools.cache
-def graph_decoded(model, beam_size, max_new_tokens):
-    """`model`'s graph-mode decoding of SRC (the XLA tests' reference) as (ids, scores), traced
-    once per setting: two of the tests below compare against the same one."""
-    options = {"max_new_tokens": max_new_tokens, "min_length": max_new_tokens // 2}
-    out = make_decode_fn(model, **options, beam_size=beam_size)(SRC)
-    return out.ids.numpy(), out.scores.numpy()
-
-
 # XLA picks the "xla" step layout (heads merged, attention as products and sums); 40 positions
 # make it split the cache length into two axes. The graph layout under XLA stays supported.
 @pytest.mark.parametrize(
     "beam_size, max_new_tokens, step_layout",
     [(1, 6, None), (3, 6, None), (1, 40, None), (4, 40, None), (3, 6, "graph")],
 )
-def test_xla_decoding_equals_graph_decoding(model, beam_size, max_new_tokens, step_layout):
+def test_xla_decoding_chooses_and_scores_as_the_full_model(
+    model, beam_size, max_new_tokens, step_layout
+):
+    # Not compared with graph mode's ids: under XLA the sums round in another order, and an
+    # unseeded model once flipped a beam-4 near-tie between the two (teacher_forcing.py).
     options = {
         "max_new_tokens": max_new_tokens,
         "min_length": max_new_tokens // 2,
         "beam_size": beam_size,
+        "return_all_beams": beam_size > 1,
     }
-    graph_ids, graph_scores = graph_decoded(model, beam_size, max_new_tokens)
     xla = make_decode_fn(model, **options, jit_compile=True, step_layout=step_layout)(SRC)
-    np.testing.assert_array_equal(xla.ids.numpy(), graph_ids)
-    np.testing.assert_allclose(xla.scores.numpy(), graph_scores, atol=1e-4)
+    assert_decodes_as_the_model(
+        model, SRC, xla, beam_size=beam_size, min_length=options["min_length"]
+    )
 
 
 def test_an_unknown_step_layout_is_refused(model):
@@ -321,35 +321,43 @@ def mixed_model(policy):
 
 @functools.cache
 def mixed_decoded(policy, beam_size, how):
-    """`mixed_model(policy)`'s decoding of SRC, 6 new tokens, as (ids, scores): `how` is
-    "recompute", a step layout ("graph", "xla") or "jit" (XLA, its default layout). Each is
-    traced once for the tests below that compare it."""
-    options = {"max_new_tokens": 6, "beam_size": beam_size}
+    """`mixed_model(policy)`'s decoding of SRC, 6 new tokens (every beam): `how` is
+    "recompute", a step layout ("graph", "xla") or "jit" (XLA, its default layout). Traced once
+    for each setting."""
+    options = {"max_new_tokens": 6, "beam_size": beam_size, "return_all_beams": beam_size > 1}
     if how == "recompute":
         options["recompute"] = True
     elif how == "jit":
         options["jit_compile"] = True
     else:
         options["step_layout"] = how
-    out = make_decode_fn(mixed_model(policy), **options)(SRC)
-    return out.ids.numpy(), out.scores.numpy()
+    return make_decode_fn(mixed_model(policy), **options)(SRC)
 
 
-@pytest.mark.parametrize("policy, atol", [("mixed_float16", 1e-2), ("mixed_bfloat16", 6e-2)])
+# How far a step's log-probabilities may round from the full model's (`step`; measured here:
+# up to 0.0025 in float16 and 0.028 in bfloat16, so a choice is clear when the top two are more
+# than twice that apart) and a 6-token sum (`total`). The seeded bfloat16 model's greedy decoding
+# of SRC has top-two margins of 0.008-0.06 at a few steps: one of them flipped an id on an
+# AVX2-only CPU (1 for 16 at step 4), as it does here with oneDNN off and XLA limited to AVX2.
+TOLERANCES = {
+    "mixed_float16": {"step": 1e-2, "total": 2e-2},
+    "mixed_bfloat16": {"step": 6e-2, "total": 1.2e-1},
+}
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
 @pytest.mark.parametrize("beam_size", [1, 3])
-@pytest.mark.parametrize("layout", ["graph", "xla"])
-def test_cached_decoding_equals_recompute_under_mixed_precision(policy, atol, beam_size, layout):
-    # The step's kernels must exist for half types too (BatchMatMulV3 has no float16 CPU one).
-    # Scores over 6 tokens: bfloat16 keeps ~3 significant digits, the two paths round apart.
-    cached = mixed_decoded(policy, beam_size, layout)
-    reference = mixed_decoded(policy, beam_size, "recompute")
-    np.testing.assert_array_equal(cached[0], reference[0])
-    np.testing.assert_allclose(cached[1], reference[1], atol=atol)
-
-
-@pytest.mark.parametrize("policy, atol", [("mixed_float16", 1e-2), ("mixed_bfloat16", 6e-2)])
-def test_xla_decoding_equals_graph_decoding_under_mixed_precision(policy, atol):
-    graph = mixed_decoded(policy, 3, "graph")
-    xla = mixed_decoded(policy, 3, "jit")
-    np.testing.assert_array_equal(xla[0], graph[0])
-    np.testing.assert_allclose(xla[1], graph[1], atol=atol)
+@pytest.mark.parametrize("how", ["recompute", "graph", "xla", "jit"])
+def test_decoding_under_mixed_precision_scores_and_chooses_as_the_model(policy, beam_size, how):
+    # The step's kernels must exist for half types too (BatchMatMulV3 has no float16 CPU one),
+    # and every path, cached or not, graph or XLA, gives each hypothesis the score the full
+    # model gives its tokens. Ids are compared only where rounding cannot flip them
+    # (teacher_forcing.py): a near-tie may go either way on another CPU.
+    model, out = mixed_model(policy), mixed_decoded(policy, beam_size, how)
+    tolerance = TOLERANCES[policy]
+    assert_scored_as_the_model(model, SRC, out, atol=tolerance["total"])
+    if beam_size == 1:
+        checked, near_ties = assert_greedy_choices_are_the_models(
+            model, SRC, out, margin=tolerance["step"]
+        )
+        assert checked > near_ties, (checked, near_ties)  # most of the 18 choices are proven
