@@ -40,6 +40,7 @@ import tensorflow as tf
 from json_figures import add_json_flags, write_json
 
 from tf_transformer.config import DecodeConfig, get_preset
+from tf_transformer.hardware.cpu import describe_cpu
 from tf_transformer.inference.decoding.cached_decode import make_decode_fn
 from tf_transformer.inference.serving.ctranslate2_export import export_ctranslate2
 from tf_transformer.inference.serving.export import ExportModule
@@ -140,6 +141,7 @@ def main() -> None:
     )
     add_json_flags(parser)
     args = parser.parse_args()
+    print(describe_cpu(), flush=True)  # what the figures were measured on
     started = time.perf_counter()
     import ctranslate2
 

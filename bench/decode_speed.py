@@ -50,6 +50,7 @@ import tensorflow as tf
 from json_figures import add_json_flags, write_json
 
 from tf_transformer.config import get_preset
+from tf_transformer.hardware.cpu import describe_cpu
 from tf_transformer.inference.decoding.cached_decode import make_decode_fn
 from tf_transformer.model import Transformer
 
@@ -208,6 +209,7 @@ def main() -> None:
     )
     add_json_flags(parser)
     args = parser.parse_args()
+    print(describe_cpu(), flush=True)  # what the figures were measured on
     if args.run_dir:
         return time_run(args)
     started = time.perf_counter()

@@ -2,8 +2,8 @@
 
 Every bench adds the same two flags with `add_json_flags(parser)` and ends with
 `write_json(args, "decode_speed", figures)` (`from json_figures import ...`). The record says what produced the figures and
-where: the command line as run from the repository root, the date, the machine's load and core
-count, and an optional note (`--json-note "shared machine: ..."`). A plot without its command
+where: the command line as run from the repository root, the date, the machine's CPU, load and
+core count, and an optional note (`--json-note "shared machine: ..."`). A plot without its command
 and date is not evidence, so bench/plot_results.py prints both under every figure.
 
     {"bench": "decode_speed", "command": ".venv/bin/python bench/decode_speed.py ...",
@@ -61,10 +61,14 @@ def command_line() -> str:
 
 
 def machine() -> dict:
-    """What the figures depend on besides the code: cores, load, versions."""
+    """What the figures depend on besides the code: the CPU (model, cores, the instruction sets
+    that decide bfloat16's speed, `tf_transformer.hardware.cpu`), load, versions."""
     import tensorflow as tf
 
+    from tf_transformer.hardware.cpu import cpu_features
+
     return {
+        "cpu": cpu_features().to_dict(),
         "cpus": os.cpu_count(),
         "load_average_1m": round(os.getloadavg()[0], 2),
         "processor": platform.processor() or platform.machine(),

@@ -41,6 +41,7 @@ from ctranslate2_peer import peers, seconds
 from json_figures import add_json_flags, write_json
 
 from tf_transformer.config import DecodeConfig, get_preset
+from tf_transformer.hardware.cpu import describe_cpu
 from tf_transformer.inference.decoding.cached_decode import make_decode_fn
 from tf_transformer.inference.litert.export import METADATA_FILE, export_litert
 from tf_transformer.inference.litert.runtime import LiteRTTranslator
@@ -95,6 +96,7 @@ def main() -> None:
     parser.add_argument("--preset", default="tutorial", help="model preset (random weights)")
     add_json_flags(parser)
     args = parser.parse_args()
+    print(describe_cpu(), flush=True)  # what the figures were measured on
     started = time.perf_counter()
     import ctranslate2
 

@@ -54,6 +54,7 @@ from json_figures import add_json_flags, write_json
 
 from tf_transformer.config import PRESETS, TRAIN_PRESETS, DecodeConfig
 from tf_transformer.errors import TransformerError
+from tf_transformer.hardware.cpu import describe_cpu
 
 DATA = REPO.parent / "shared" / "data"
 TRAIN_CORPORA = ("tatoeba_pt_en", "crioleset")
@@ -464,6 +465,7 @@ def main() -> None:
     parser.add_argument("--quiet", action="store_true", help="No progress bars.")
     add_json_flags(parser)
     args = parser.parse_args()
+    print(describe_cpu(), flush=True)  # what the figures were measured on
     for old, new in (("--alphas", "--length-penalties"), ("--alpha", "--length-penalty")):
         if any(arg == old or arg.startswith(old + "=") for arg in sys.argv[1:]):
             print(f"quality.py: warning: {old} is deprecated: use {new}.", file=sys.stderr)

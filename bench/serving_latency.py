@@ -35,6 +35,8 @@ import numpy as np
 import tensorflow as tf
 from json_figures import add_json_flags, write_json
 
+from tf_transformer.hardware.cpu import describe_cpu
+
 SENTENCE = (
     "o meu irmão mais novo comprou um carro vermelho ontem , mas ainda não sabe conduzir "
     "na cidade ."
@@ -99,6 +101,7 @@ def main() -> None:
     )
     add_json_flags(parser)
     args = parser.parse_args()
+    print(describe_cpu(), flush=True)  # what the figures were measured on
     if args.threads:
         tf.config.threading.set_intra_op_parallelism_threads(args.threads)
 

@@ -36,6 +36,7 @@ from json_figures import add_json_flags, write_json
 
 from tests.export_helpers import SENTENCES
 from tests.load_driver import LoadResult, request_mix, run_load, serial_answers
+from tf_transformer.hardware.cpu import describe_cpu
 from tf_transformer.inference.serving import serving_client
 
 
@@ -85,6 +86,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0, help="Seed of the request draws.")
     add_json_flags(parser)
     args = parser.parse_args()
+    print(describe_cpu(), flush=True)  # what the figures were measured on
 
     cases = request_mix(SENTENCES)
     results: dict[str, dict] = {}

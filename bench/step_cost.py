@@ -35,6 +35,7 @@ import tensorflow as tf
 from json_figures import add_json_flags, write_json
 
 from tf_transformer.config import get_preset, get_train_preset
+from tf_transformer.hardware.cpu import describe_cpu
 from tf_transformer.training.step.build import build_model
 from tf_transformer.training.step.schedule import make_optimizer
 from tf_transformer.training.step.train_step import TrainStep
@@ -87,6 +88,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=7)
     add_json_flags(parser)
     args = parser.parse_args(argv)
+    print(describe_cpu(), flush=True)  # what the figures were measured on
     shape = tuple(int(n) for n in args.batch.split("x"))
     variants = {"preset": {}, **dict(parse_variant(text) for text in args.variant)}
     steps = {

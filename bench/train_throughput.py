@@ -48,6 +48,7 @@ from json_figures import add_json_flags, write_json
 
 from tf_transformer.config import ModelConfig, TrainConfig, get_preset
 from tf_transformer.data.pipeline import make_batches, padded_batches
+from tf_transformer.hardware.cpu import describe_cpu
 from tf_transformer.model import Transformer
 from tf_transformer.text.tokenizers import build_tokenizers
 from tf_transformer.training.step.build import build_model
@@ -120,6 +121,7 @@ def main() -> None:
     parser.add_argument("--loss-steps", type=int, default=300, help="lockstep bfloat16 steps")
     add_json_flags(parser)
     args = parser.parse_args()
+    print(describe_cpu(), flush=True)  # what the figures were measured on
     started = time.perf_counter()
 
     import baseline  # ../shared/bench/baseline.py

@@ -15,6 +15,8 @@ sys.path.insert(0, str(REPO / "bench"))
 import json_figures
 import plot_results
 
+from tf_transformer.hardware.cpu import cpu_features
+
 
 def test_write_json_records_command_date_machine_and_note(tmp_path, monkeypatch):
     monkeypatch.setattr(
@@ -30,6 +32,18 @@ def test_write_json_records_command_date_machine_and_note(tmp_path, monkeypatch)
     assert record["command"] == ".venv/bin/python bench/padding.py --x 1"
     assert record["figures"] == {"rows": [{"ours": 0.25}]}
     assert record["date"][:2] == "20" and record["machine"]["cpus"] >= 1
+    # The CPU the figures were measured on: the one `tf_transformer.hardware.cpu` describes.
+    cpu = record["machine"]["cpu"]
+    assert cpu == cpu_features().to_dict() and cpu["cores"] >= 1 and cpu["model"]
+    assert {"avx2", "avx512f", "avx512_bf16", "amx", "limited", "isa_limit"} <= set(cpu)
+    assert all(isinstance(cpu[name], bool) for name in ("avx2", "avx512f", "avx512_bf16", "amx"))
+
+
+def test_the_cpu_record_says_what_an_isa_limit_hides(tmp_path, monkeypatch):
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "avx2")
+    cpu = json_figures.machine()["cpu"]
+    assert cpu["isa_limit"] == "AVX2" and cpu["avx512_bf16"] is False and cpu["amx"] is False
+    assert set(cpu["limited"]) <= {"avx512f", "avx512_bf16", "amx"}
 
 
 def test_without_json_nothing_is_written(tmp_path, monkeypatch):
@@ -74,3 +88,32 @@ def test_the_plots_are_drawn_from_the_recorded_data():
         for source in plot_results.INPUTS[name]:
             command = json.loads((DATA / source).read_text())["command"].split(" --json")[0]
             assert command[:60].split(" (")[0] in text, (name, source)
+
+
+TIMING_BENCHES = (
+    "decode_speed",
+    "ctranslate2_peer",
+    "litert_peer",
+    "train_throughput",
+    "step_cost",
+    "serving_latency",
+    "serving_load",
+    "quality",
+)
+
+
+@pytest.mark.parametrize("bench", TIMING_BENCHES)
+def test_every_timing_bench_prints_its_cpu_first_not_last(bench):
+    # Read from the source (running the benches takes minutes): `main` prints the CPU line right
+    # after parsing its flags, so the last line stays the machine-readable one.
+    import ast
+
+    tree = ast.parse((REPO / "bench" / f"{bench}.py").read_text(encoding="utf-8"))
+    main = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main")
+    calls = [
+        i
+        for i, statement in enumerate(main.body)
+        if "print(describe_cpu()" in ast.unparse(statement)
+    ]
+    parsed = [i for i, s in enumerate(main.body) if "parser.parse_args(" in ast.unparse(s)]
+    assert calls == [parsed[0] + 1], bench

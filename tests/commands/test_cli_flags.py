@@ -96,7 +96,8 @@ def test_train_help_shows_the_chosen_presets_values(capsys, order):
     assert preset.eval_sentences == 1000 and preset.concat_fraction == 0.75
     assert "the first N validation pairs. (default: 1000)" in text
     assert "joined two by two, so the model learns multi-sentence inputs (0: off). " in text
-    assert "(default: 0.75)" in text and "--mixed-precision {float32,float16,bfloat16}" in text
+    assert "(default: 0.75)" in text and "--mixed-precision {float32,float16,bfloat16,auto}" in text
+    assert "a run records its choice and why in config.json). (default: auto)" in text
     assert "preset small-data's" in text
     text = _help(capsys, "--help")  # the default preset, small
     assert "the first N validation pairs. (default: 300)" in text
@@ -157,7 +158,10 @@ def test_a_run_written_by_the_previous_version_loads(tmp_path, recwarn):
     (tmp_path / "run").mkdir()
     shutil.copy(BASE_CONFIG, tmp_path / "run" / "config.json")
     run = RunDir(tmp_path / "run")
-    assert run.train_config() == get_train_preset("small-data").replace(max_minutes=27.0)
+    # The preset's mixed_precision is "auto" now; a run records what it resolved to, and runs
+    # written before recorded the preset's "bfloat16" then.
+    preset = get_train_preset("small-data").replace(max_minutes=27.0, mixed_precision="bfloat16")
+    assert run.train_config() == preset
     assert run.model_config().share_embeddings and run.model_config().input_vocab_size == 3574
     assert run.data_config() == DataConfig("sample")
     assert not [w for w in recwarn if issubclass(w.category, FutureWarning)]

@@ -177,16 +177,22 @@ def test_lower_case_source_flag_reaches_train_config():
     assert train_config.lower_case_source is False
 
 
-def test_mixed_precision_float32_turns_the_presets_bfloat16_off():
-    _, train_config = configs_from_args(
-        build_parser().parse_args(["train", "--preset", "small-data"])
-    )
-    assert train_config.mixed_precision == "bfloat16"
-    given = ["train", "--preset", "small-data", "--mixed-precision", "float32"]
+@pytest.mark.parametrize(
+    "preset, flag, expected",
+    [
+        ("small-data", None, "auto"),  # the preset's: the run resolves it when it starts
+        ("mixed-data", None, "auto"),
+        ("small-data", "float32", None),
+        ("small-data", "bfloat16", "bfloat16"),
+        ("tiny", "float16", "float16"),
+        ("tiny", "auto", "auto"),
+        ("tiny", None, None),
+    ],
+)
+def test_mixed_precision_flag_overrides_the_presets_auto(preset, flag, expected):
+    given = ["train", "--preset", preset] + (["--mixed-precision", flag] if flag else [])
     _, train_config = configs_from_args(build_parser().parse_args(given))
-    assert train_config.mixed_precision is None
-    given = ["train", "--preset", "tiny", "--mixed-precision", "float16"]
-    assert configs_from_args(build_parser().parse_args(given))[1].mixed_precision == "float16"
+    assert train_config.mixed_precision == expected
 
 
 @pytest.mark.parametrize("trainer", [[], ["--fit"]], ids=["loop", "fit"])

@@ -87,3 +87,19 @@ def test_lower_case_source_defaults_off_and_round_trips_through_config_json(tmp_
     old = {k: v for k, v in config.to_dict().items() if k != "lower_case_source"}
     run.write_config({"train": old})
     assert run.train_config() == config.replace(lower_case_source=False)
+
+
+def test_the_bfloat16_presets_let_the_cpu_choose_and_set_values_stay():
+    from tf_transformer.config import TRAIN_PRESETS, TrainConfig
+
+    # bfloat16 is slower than float32 where it is emulated: the presets that used it say "auto".
+    assert {name for name, c in TRAIN_PRESETS.items() if c.mixed_precision == "auto"} == {
+        "small-data",
+        "mixed-data",
+    }
+    assert TrainConfig().mixed_precision is None and TRAIN_PRESETS["tiny"].mixed_precision is None
+    for value in (None, "float16", "bfloat16", "auto"):
+        config = TrainConfig(mixed_precision=value)
+        assert TrainConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config
+    with pytest.raises(ValueError, match="mixed_precision must be one of"):
+        TrainConfig(mixed_precision="float64")

@@ -101,8 +101,10 @@ class TrainConfig(_DictConfig):
     log_every: int = setting(50, "Steps between TensorBoard scalars.", positive=True)
     mixed_precision: str | None = setting(
         None,
-        "Compute dtype of the layers (float32: no mixed precision).",
-        choices=(None, "float16", "bfloat16"),
+        "Compute dtype of the layers (float32: no mixed precision; auto: bfloat16 where the "
+        "CPU has native bfloat16, AVX512_BF16 or AMX-BF16, or a GPU is visible, else float32; "
+        "a run records its choice and why in config.json).",
+        choices=(None, "float16", "bfloat16", "auto"),
         none="float32",
     )
     strategy: str = setting(

@@ -157,7 +157,9 @@ def train(
     Args:
       run_dir: the run directory (config.json is written or updated there).
       model_config: the model, with the real vocabulary sizes.
-      train_config: optimizer, schedule and loop settings.
+      train_config: optimizer, schedule and loop settings; a `mixed_precision` of "auto" is
+        resolved here, and the choice and its reason printed first (with `progress`) and kept
+        in config.json.
       train_ds: batches `((src, tgt_in), tgt_out)`, or `epoch -> batches`.
       val_ds: validation batches, evaluated at each epoch end.
       data: what the run trains on (`DataConfig.to_dict()`), recorded in config.json.
@@ -177,8 +179,11 @@ def train(
       WorkerLostError: another worker of a multi-worker job stopped.
       ValueError: `run_dir` holds checkpoints of a different model configuration.
     """
-    session = Session.open(RunDir.of(run_dir), model_config, train_config, data, strategy, workers)
+    session = Session.open(
+        RunDir.of(run_dir), model_config, train_config, data, strategy, workers, verbose=progress
+    )
     run, strategy, chief = session.run, session.strategy, session.chief
+    train_config = session.train_config  # its mixed_precision resolved ("auto")
     with strategy.scope():
         model = build_model(model_config, train_config.mixed_precision)
         optimizer = make_optimizer(model_config.d_model, train_config)

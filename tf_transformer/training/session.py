@@ -21,6 +21,11 @@ from tf_transformer.training.logs import file_writer
 from tf_transformer.training.policies.assembly import TrainingPolicies
 from tf_transformer.training.policies.progress import Progress
 from tf_transformer.training.policies.stop_signal import StopSignal
+from tf_transformer.training.step.mixed_precision import (
+    AUTO,
+    Precision,
+    resolve_mixed_precision,
+)
 
 
 class WorkerLostError(RuntimeError, TransformerError):
@@ -37,9 +42,13 @@ def write_run_config(
     model_config: ModelConfig,
     train_config: TrainConfig,
     data: dict | None = None,
+    precision: Precision | None = None,
 ) -> None:
     """Records the configs (and the data, when given) in config.json, in one write.
 
+    `precision` (the run's resolved mixed precision) goes under "mixed_precision" as
+    `{"auto", "chosen", "reason"}`, beside "train", whose `mixed_precision` holds the resolved value:
+    config.json stays what `TrainConfig.from_dict` reads (runs written before have no such entry).
     Refuses a run directory that holds checkpoints of another model configuration.
     """
     config = run.read_config() if run.exists() else {}
@@ -54,7 +63,20 @@ def write_run_config(
     if data is not None:
         config["data"] = data
     config.setdefault("data", {})
+    if precision is not None:
+        config["mixed_precision"] = precision.record()
     run.write_config(config)
+
+
+def run_precision(run: RunDir, mixed_precision: str | None) -> Precision:
+    """The mixed precision a call trains with: "auto" resolved for this machine, and so is a
+    value that "auto" chose when the run started (config.json says so): a resumed run chooses
+    again for the machine it runs on (its checkpoints hold float32 variables either way, and
+    "auto" never picks float16's loss scaling). Any other value is used as configured."""
+    recorded = run.read_config().get("mixed_precision") if run.exists() else None
+    if Precision.chosen_by_auto(recorded, mixed_precision):
+        mixed_precision = AUTO
+    return resolve_mixed_precision(mixed_precision)
 
 
 @dataclasses.dataclass
@@ -63,11 +85,13 @@ class Session:
 
     Attributes:
       run: the run directory.
-      model_config, train_config: the call's configs.
+      model_config, train_config: the call's configs (`mixed_precision` resolved: never
+        "auto").
       strategy: the `tf.distribute` strategy.
       chief: whether this process writes the run directory.
       workers: the agreement between the workers of a multi-worker job.
       started: `time.monotonic()` when the call started (`max_minutes` counts from it).
+      precision: the resolved mixed precision, and why.
     """
 
     run: RunDir
@@ -77,6 +101,7 @@ class Session:
     chief: bool
     workers: Workers
     started: float
+    precision: Precision
 
     @classmethod
     def open(
@@ -87,19 +112,35 @@ class Session:
         data: dict | None = None,
         strategy: tf.distribute.Strategy | None = None,
         workers: Workers | None = None,
+        *,
+        verbose: bool = False,
     ) -> Session:
-        """Starts a call: the chief records the configs (and `data`); every worker seeds alike.
+        """Starts a call: resolves its mixed precision ("auto": `run_precision`), the chief
+        records the configs (and `data`) and, when `verbose`, prints the precision chosen and
+        why as the call's first line; every worker seeds alike.
 
         `workers` (made by `training.run`, which decided the chief) or else `strategy` (default:
-        `train_config.strategy`) says who trains.
+        `train_config.strategy`) says who trains. The session's `train_config` holds the
+        resolved `mixed_precision`: build the model and optimizer from it.
         """
         started = time.monotonic()
         workers = workers or Workers(strategy or get_strategy(train_config.strategy))
+        precision = run_precision(run, train_config.mixed_precision)
+        train_config = train_config.replace(mixed_precision=precision.value)
         if workers.chief:
-            write_run_config(run, model_config, train_config, data)
+            write_run_config(run, model_config, train_config, data, precision)
+            if verbose:
+                print(precision.line(), flush=True)
         tf.keras.utils.set_random_seed(train_config.seed)
         return cls(
-            run, model_config, train_config, workers.strategy, workers.chief, workers, started
+            run,
+            model_config,
+            train_config,
+            workers.strategy,
+            workers.chief,
+            workers,
+            started,
+            precision,
         )
 
     def checkpoint_manager(

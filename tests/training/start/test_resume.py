@@ -63,3 +63,30 @@ def test_python_and_cli_refuse_the_same_change(stored_run, capsys):
     assert "keeps its model; asked to change d_model 256 -> 64" in capsys.readouterr().err
     assert [p.name for p in stored_run.iterdir()] == ["config.json"]
     assert (stored_run / "config.json").read_bytes() == before
+
+
+def test_auto_given_to_a_resume_is_the_runs_own_choice():
+    # config.json records what "auto" chose when the run started; giving the preset's "auto"
+    # again (a notebook passing the same TrainConfig) resumes with that choice, not a refusal.
+    for stored in (TRAIN.replace(mixed_precision="bfloat16"), TRAIN):
+        given = stored.replace(mixed_precision="auto")
+        _, resumed = resumed_configs(MODEL, stored, train_config=given)
+        assert resumed == stored
+        _, resumed = resumed_configs(MODEL, stored, train_changes={"mixed_precision": "auto"})
+        assert resumed == stored
+    with pytest.raises(ValueError, match="mixed_precision 'bfloat16' -> 'float16'"):
+        resumed_configs(
+            MODEL,
+            TRAIN.replace(mixed_precision="bfloat16"),
+            train_changes={"mixed_precision": "float16"},
+        )
+
+
+def test_an_old_runs_bfloat16_resumes_with_the_presets_auto(stored_run):
+    from tf_transformer.run_dir import RunDir
+
+    run = RunDir(stored_run)
+    given = get_train_preset("small-data").replace(max_minutes=27.0)
+    assert given.mixed_precision == "auto" and run.train_config().mixed_precision == "bfloat16"
+    _, resumed = resumed_configs(run.model_config(), run.train_config(), train_config=given)
+    assert resumed.mixed_precision == "bfloat16"

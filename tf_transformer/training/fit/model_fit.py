@@ -153,7 +153,8 @@ def fit(
     Args:
       run_dir: the run directory.
       model_config: the model, with the real vocabulary sizes.
-      train_config: epochs, max_steps, optimizer, loss and precision settings.
+      train_config: epochs, max_steps, optimizer, loss and precision settings (a
+        `mixed_precision` of "auto" is resolved as in the custom loop, `Session.open`).
       train_ds: batches `((src, tgt_in), tgt_out)` (or `epoch -> batches`; epoch 0's is used,
         so give it a reshuffling dataset).
       val_ds: validation batches.
@@ -173,8 +174,17 @@ def fit(
         backup are removed, so the latest checkpoint is one that gave a finite loss.
       WorkerLostError: another worker of a multi-worker job stopped.
     """
-    session = Session.open(RunDir.of(run_dir), model_config, train_config, data, strategy, workers)
+    session = Session.open(
+        RunDir.of(run_dir),
+        model_config,
+        train_config,
+        data,
+        strategy,
+        workers,
+        verbose=verbose != 0,
+    )
     run, strategy, chief = session.run, session.strategy, session.chief
+    train_config = session.train_config  # its mixed_precision resolved ("auto")
     with strategy.scope():
         model = compile_model(build_model(model_config, train_config.mixed_precision), train_config)
         # Here, not in fit's first step: a strategy's variables cannot be made inside it.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 from tf_transformer.config import ModelConfig, TrainConfig
+from tf_transformer.training.step.mixed_precision import AUTO
 
 # The `TrainConfig` fields a resumed run may change. Everything else (the model, the data
 # pipeline, the optimizer and its schedule) is the run's, as its config.json records it: a
@@ -68,7 +69,10 @@ def resumed_configs(
     Args:
       stored_model, stored_train: the run's configs (config.json).
       model_config: None, or the same model (its vocabulary sizes may be placeholders).
-      train_config: None, or the run's training config with only `RESUMABLE` fields changed.
+      train_config: None, or the run's training config with only `RESUMABLE` fields changed
+        (a `mixed_precision` of "auto" is taken as the run's own value: config.json holds what
+        "auto" chose, and a call of a run that chose by "auto" chooses again, see
+        `training.session.run_precision`).
       train_changes: `TrainConfig` fields to change (`RESUMABLE` ones; see
         `apply_train_changes`).
 
@@ -79,6 +83,8 @@ def resumed_configs(
         _refuse("model", _differences(stored_model, model_config, skip=_VOCAB_SIZES), "")
     given = train_config or stored_train
     resumed = apply_train_changes(given, train_changes)
+    if resumed.mixed_precision == AUTO:  # "auto" is how the run chose (`Session.open` again)
+        resumed = resumed.replace(mixed_precision=stored_train.mixed_precision)
     _refuse(
         "training settings",
         _differences(stored_train, resumed, skip=RESUMABLE),

@@ -9,7 +9,8 @@ from tf_transformer.training.step.mixed_precision import policy_name
 
 
 def build_model(model_config: ModelConfig, mixed_precision: str | None = None):
-    """A built `Transformer` with the dtype policy of `mixed_precision` (variables float32).
+    """A built `Transformer` with the dtype policy of `mixed_precision` (variables float32;
+    "auto" is resolved for this machine by `resolve_mixed_precision`, as a run resolves it).
 
     Call it inside `strategy.scope()` so the variables are mirrored. The global policy is set
     while the model is built (and restored after): sublayers created without an explicit

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from tf_transformer.training.step.mixed_precision import policy_name
+
 
 @tf.keras.utils.register_keras_serializable(package="tf_transformer")
 class WarmupSchedule(tf.keras.optimizers.schedules.LearningRateSchedule):
@@ -119,7 +121,8 @@ def make_optimizer(d_model: int, train_config) -> tf.keras.optimizers.Optimizer:
     loop sets how much of the budget is left).
 
     Wrapped in a `LossScaleOptimizer` when `train_config.mixed_precision` is "float16"
-    (bfloat16 has float32's range and needs no loss scaling).
+    (bfloat16 has float32's range and needs no loss scaling; "auto" never picks float16, and
+    is resolved by the same function as the model's policy, `policy_name`).
 
     Args:
       d_model: model width (the schedule's scale).
@@ -134,6 +137,6 @@ def make_optimizer(d_model: int, train_config) -> tf.keras.optimizers.Optimizer:
         beta_2=train_config.beta_2,
         epsilon=train_config.epsilon,
     )
-    if train_config.mixed_precision == "float16":
+    if policy_name(train_config.mixed_precision) == "mixed_float16":
         optimizer = tf.keras.mixed_precision.LossScaleOptimizer(optimizer)
     return optimizer
