@@ -1,4 +1,5 @@
-"""The CPU's features from /proc/cpuinfo texts, and the ISA limit of ONEDNN_MAX_CPU_ISA."""
+"""The CPU's features from /proc/cpuinfo texts, and the ISA limits of ONEDNN_MAX_CPU_ISA and
+XLA_FLAGS' --xla_cpu_max_isa."""
 
 import pytest
 
@@ -32,6 +33,7 @@ def no_isa_limit(monkeypatch):
     """Each test sets the limit it means (the machine's environment may hold one)."""
     monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
     monkeypatch.delenv("DNNL_MAX_CPU_ISA", raising=False)
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
 
 
 def test_an_avx2_only_cpu_has_no_native_bfloat16():
@@ -56,6 +58,7 @@ def test_avx512_bf16_is_native_bfloat16():
         "amx": False,
         "limited": [],
         "isa_limit": None,
+        "xla_limit": None,
     }
 
 
@@ -125,3 +128,23 @@ def test_this_machine_is_described_in_one_line():
     assert isinstance(cpu, CpuFeatures) and cpu.cores >= 1
     line = cpu.describe()
     assert line.startswith(f"cpu: {cpu.model}, {cpu.cores} cores, avx2=") and "\n" not in line
+
+
+@pytest.mark.parametrize(
+    "text, flags, avx512",
+    [
+        (EPYC_BF16, "", True),
+        (EPYC_BF16, "--xla_cpu_max_isa=AVX2", False),
+        (EPYC_BF16, "--xla_dump_to=/tmp/x --xla_cpu_max_isa=avx", False),
+        (EPYC_BF16, "--xla_cpu_max_isa=AVX512_VNNI", True),
+        (EPYC_AVX2, "", False),
+        (EPYC_AVX2, "--xla_cpu_max_isa=AVX512", False),  # a limit adds nothing
+    ],
+)
+def test_xla_compiles_for_avx512_where_the_cpu_has_it_and_xla_flags_allow_it(text, flags, avx512):
+    cpu = parse_cpuinfo(text, environ={"XLA_FLAGS": flags})
+    assert cpu.xla_avx512 is avx512
+    assert cpu.has("avx512f") is ("avx512f" in text)  # oneDNN's view is XLA's limit's business
+    limited = "--xla_cpu_max_isa" in flags
+    assert ("(XLA limited to " in cpu.describe()) is limited
+    assert cpu.to_dict()["xla_limit"] == (flags.rsplit("=", 1)[1].upper() if limited else None)

@@ -5,7 +5,8 @@ bfloat16 is native on x86 CPUs with AVX512_BF16 (a bfloat16 dot product in AVX-5
 itself (0.87x on an AVX2-only AMD EPYC, docs/benchmarks/training.md). A user can make oneDNN, and so
 TensorFlow, treat the CPU as a smaller one with `ONEDNN_MAX_CPU_ISA` (oneDNN's "CPU Dispatcher
 Control"): instruction sets above the limit count as absent here too, and are reported as
-limited.
+limited. XLA:CPU has its own limit, `XLA_FLAGS=--xla_cpu_max_isa=AVX2`: it decides whether
+compiled code uses AVX-512 (`CpuFeatures.xla_avx512`), which the XLA decoder's beam search reads.
 
     >>> print(cpu_features().describe())  # doctest: +SKIP
     cpu: AMD EPYC, 2 cores, avx2=yes avx512f=yes avx512_bf16=yes amx=no
@@ -17,6 +18,7 @@ import dataclasses
 import functools
 import os
 import platform
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -50,6 +52,9 @@ _ISA_RANKS = {
 _NEEDS_RANK = {"avx2": 2, "avx512f": 5, "avx512_bf16": 7, "amx_bf16": 9, "amx_tile": 9}
 # What the description and the dict report, in order; "amx" is amx_bf16 and amx_tile together.
 REPORTED = ("avx2", "avx512f", "avx512_bf16", "amx")
+# XLA:CPU's `--xla_cpu_max_isa` names below AVX-512 (its others, AVX512 and up, allow it).
+_XLA_BELOW_AVX512 = ("SSE4_2", "AVX", "AVX2")
+_XLA_ISA_FLAG = re.compile(r"--xla_cpu_max_isa=(\S+)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +67,7 @@ class CpuFeatures:
       flags: the CPU's flags as /proc/cpuinfo spells them ("avx2", "avx512_bf16", ...).
       isa_limit: the `ONEDNN_MAX_CPU_ISA` value in force, upper-cased (None: no limit).
       limit_variable: the variable that set it.
+      xla_limit: XLA:CPU's `--xla_cpu_max_isa` in `XLA_FLAGS`, upper-cased (None: no limit).
     """
 
     model: str
@@ -69,6 +75,7 @@ class CpuFeatures:
     flags: frozenset[str]
     isa_limit: str | None = None
     limit_variable: str = ISA_LIMIT_VARIABLES[0]
+    xla_limit: str | None = None
 
     def limited(self, feature: str) -> bool:
         """Whether the CPU has `feature` but the ISA limit keeps oneDNN from using it."""
@@ -89,6 +96,12 @@ class CpuFeatures:
         """bfloat16 arithmetic in hardware: AVX512_BF16 or AMX-BF16 (within the ISA limit)."""
         return self.has("avx512_bf16") or self.has("amx")
 
+    @property
+    def xla_avx512(self) -> bool:
+        """Whether XLA:CPU compiles for AVX-512 here: the CPU has AVX-512F and `XLA_FLAGS`
+        does not limit it below (oneDNN's limit does not count)."""
+        return "avx512f" in self.flags and self.xla_limit not in _XLA_BELOW_AVX512
+
     def state(self, feature: str) -> str:
         """`feature`'s word in the description: "yes", "no" or "no (limited by ...)"."""
         if self.limited(feature):
@@ -98,7 +111,8 @@ class CpuFeatures:
     def describe(self) -> str:
         """One line: `cpu: AMD EPYC, 2 cores, avx2=yes avx512f=yes avx512_bf16=yes amx=no`."""
         features = " ".join(f"{name}={self.state(name)}" for name in REPORTED)
-        return f"cpu: {self.model}, {self.cores} cores, {features}"
+        xla = f" (XLA limited to {self.xla_limit})" if self.xla_limit else ""
+        return f"cpu: {self.model}, {self.cores} cores, {features}{xla}"
 
     def to_dict(self) -> dict:
         """The JSON form: model, cores, each reported feature (true/false after the limit),
@@ -109,6 +123,7 @@ class CpuFeatures:
             **{name: self.has(name) for name in REPORTED},
             "limited": [name for name in REPORTED if self.limited(name)],
             "isa_limit": self.isa_limit,
+            "xla_limit": self.xla_limit,
         }
 
 
@@ -137,12 +152,14 @@ def parse_cpuinfo(text: str, environ: Mapping[str, str] | None = None) -> CpuFea
         elif key in ("flags", "features") and not flags:
             flags = frozenset(value.split())
     limit, variable = isa_limit(environ)
+    xla = _XLA_ISA_FLAG.findall((os.environ if environ is None else environ).get("XLA_FLAGS", ""))
     return CpuFeatures(
         model=model or platform.processor() or platform.machine() or "unknown",
         cores=cores or os.cpu_count() or 1,
         flags=flags,
         isa_limit=limit,
         limit_variable=variable,
+        xla_limit=xla[-1].upper() if xla else None,
     )
 
 

@@ -6,7 +6,8 @@ projections and `scaled_dot_product_attention` for each, with the layout's `kern
 * `GraphLayout` (the fastest in graph mode): per-head caches, a position written as
   `rows * heads` scatter slices, attention as batched matmuls.
 * `XlaLayout` (the fastest under XLA): heads merged, a position written as one slice per row
-  (beam search may leave it in place and read through a row table, `history`). XLA:CPU runs each
+  (beam search leaves it in place and reads through a row table, `history`, where XLA compiles
+  for AVX-512; elsewhere it reorders the cache, see `XlaLayout.in_place_beams`). XLA:CPU runs each
   row and head's `(1, depth) x (depth, len)` product as its own small dot, so attention is
   products and sums fused into a few vectorized loops: query and key columns are depth-major
   (`arrange`, on the kernels once per call), so score sums run over a major axis with the heads
@@ -23,6 +24,7 @@ import functools
 
 import tensorflow as tf
 
+from tf_transformer.hardware.cpu import cpu_features
 from tf_transformer.layers.attention import MatmulKernels
 from tf_transformer.layers.cache_layout import KVCache
 
@@ -93,14 +95,29 @@ class GraphLayout:
 class XlaLayout(GraphLayout):
     """Heads merged, attention as products and sums (module docstring): self-attention cache
     `(rows, len, d_model)`, memory keys/values `(batch, 1, src_len, d_model)`, keys depth-major,
-    scatter slots `[row, position]`. With beams the cache is written in place (`KVCache`): each
-    hypothesis's position goes into its own row, and reads gather through a row table."""
+    scatter slots `[row, position]`.
+
+    With beams, `in_place_beams` decides how the hypotheses keep their history. True: the cache
+    is written in place (`KVCache`), each hypothesis's position into its own row, and reads
+    gather through a row table. False: beam search reorders the cache rows at every step, as in
+    graph mode. The gather is fused into the attention's products, which XLA:CPU vectorizes
+    well with AVX-512 and poorly without: beam 4 against greedy at 128 tokens (tutorial model,
+    AMD EPYC with AVX-512, one process, docs/benchmarks/decoding.md "Beam search") measured
+    2.36x through the table and 2.54x reordered; with XLA limited to AVX2 (`XLA_FLAGS=
+    --xla_cpu_max_isa=AVX2`) 4.06x and 2.71x. So the default is the table where XLA compiles
+    for AVX-512 (`CpuFeatures.xla_avx512`: the CPU has it and XLA_FLAGS allows it), the
+    reorder elsewhere. The choice is made in Python, when the decoding is traced: an XLA
+    SavedModel export keeps the choice of the machine that exported it.
+    """
 
     compiled = True
 
-    def __init__(self, num_heads: int, d_model: int):
+    def __init__(self, num_heads: int, d_model: int, *, in_place_beams: bool | None = None):
         super().__init__(num_heads, d_model)
         self.kernels = ProductsAndSums()
+        if in_place_beams is None:
+            in_place_beams = cpu_features().xla_avx512
+        self.in_place_beams = in_place_beams
 
     def arrange(self, columns):
         """Head-major columns `(..., heads * depth)` -> depth-major `(..., depth * heads)`."""
@@ -113,11 +130,10 @@ class XlaLayout(GraphLayout):
 
     def empty(self, batch, length, dtype, num_layers, beam_size=1):
         cache = super().empty(batch, length, dtype, num_layers, beam_size)
-        if beam_size == 1:
+        if beam_size == 1 or not self.in_place_beams:
             return cache
-        # Under XLA, reordering the cache cost more than reading through the table
-        # (bench/README.md, "Beam search"). `rows`, set as positions are written: the row that
-        # holds each position of each hypothesis.
+        # `rows`, set as positions are written: the row that holds each position of each
+        # hypothesis.
         rows = batch * beam_size
         positions = tf.range(length)
         tables = {

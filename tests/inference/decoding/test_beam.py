@@ -1,3 +1,5 @@
+import functools
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -11,6 +13,7 @@ from tests.inference.decoding.test_cached_decode import (
     tiny_model,
     while_body_ops,
 )
+from tf_transformer.hardware.cpu import cpu_features
 from tf_transformer.inference.decoding.beam import (
     beam_search,
     gather_beams,
@@ -21,6 +24,7 @@ from tf_transformer.inference.decoding.beam import (
 from tf_transformer.inference.decoding.cached_decode import make_decode_fn, model_logits_fn
 from tf_transformer.inference.decoding.greedy import greedy_decode
 from tf_transformer.inference.decoding.search import SplitCache, next_token_log_probs
+from tf_transformer.layers.kv_cache import XlaLayout
 
 pytestmark = pytest.mark.cost(30)  # seconds in make test (measured)
 
@@ -203,16 +207,29 @@ def test_split_cache_keeps_the_per_sentence_part_out_of_tiling_and_reordering():
     assert gathered.in_place is marked.in_place  # tiled, never reordered
 
 
-def test_xla_layout_beams_read_their_history_through_the_row_table_not_a_reordered_cache():
+@pytest.mark.parametrize("in_place", [True, False], ids=["row table", "reordered"])
+def test_xla_layout_beams_read_their_history_through_the_row_table_or_a_reordered_cache(in_place):
     # Two layers share one table; the graph layout reorders its caches. Eager, no XLA needed.
     model = layered_model(2)
-    _, cache = model_logits_fn(model, SRC, 8, beam_size=3, layout="xla")
-    assert cache.per_beam.dtype == tf.int32 and cache.per_beam.shape == (SRC.shape[0], 8)
-    assert len(cache.in_place) == 2
-    for layout in ("graph", "xla"):
-        logits_fn, cache = model_logits_fn(model, SRC, 8, beam_size=3, layout=layout)
-        out = beam_search(logits_fn, cache, SRC.shape[0], 3, 8, min_length=5, return_all_beams=True)
-        assert_decodes_as_the_model(model, SRC, out, beam_size=3)
+    layout = functools.partial(XlaLayout, in_place_beams=in_place)
+    _, cache = model_logits_fn(model, SRC, 8, beam_size=3, layout=layout)
+    if in_place:  # the row table follows the beams; the caches are tiled, never reordered
+        assert cache.per_beam.dtype == tf.int32 and cache.per_beam.shape == (SRC.shape[0], 8)
+        assert len(cache.in_place) == 2
+    else:  # each layer's keys and values follow the beams
+        assert cache.in_place == ()
+        layers, _ = cache.per_beam
+        assert len(layers) == 2 and layers[0][0].shape == (SRC.shape[0], 8, model.config.d_model)
+    logits_fn, cache = model_logits_fn(model, SRC, 8, beam_size=3, layout=layout)
+    out = beam_search(logits_fn, cache, SRC.shape[0], 3, 8, min_length=5, return_all_beams=True)
+    assert_decodes_as_the_model(model, SRC, out, beam_size=3)
+
+
+def test_xla_layout_reads_through_the_row_table_where_xla_compiles_for_avx512(monkeypatch):
+    avx512 = cpu_features().xla_avx512
+    assert XlaLayout(2, 8).in_place_beams is avx512
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_max_isa=AVX2")
+    assert XlaLayout(2, 8).in_place_beams is False
 
 
 @pytest.mark.parametrize("min_length, step", [(0, 0), (3, 1), (3, 3)])
