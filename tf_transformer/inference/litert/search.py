@@ -25,11 +25,11 @@ def top_k(x: np.ndarray, k: int) -> np.ndarray:
         return np.argsort(-x, axis=-1, kind="stable")[..., :k]
     rest = x.reshape(-1, x.shape[-1]).copy()
     rows = np.arange(len(rest))
-    chosen = np.empty((len(rest), k), np.int64)
-    for j in range(k):
-        chosen[:, j] = best = rest.argmax(axis=-1)
+    chosen = np.empty((k, len(rest)), np.int64)  # a line a pass, written by argmax itself
+    for best in chosen:
+        rest.argmax(axis=-1, out=best)
         rest[rows, best] = -np.inf
-    return chosen.reshape(*x.shape[:-1], k)
+    return chosen.T.reshape(*x.shape[:-1], k)
 
 
 def gnmt(lengths: np.ndarray, exponent: float) -> np.ndarray:
@@ -79,44 +79,50 @@ def beam_search(
     Returns:
       int32 `(batch, len)` ids, START first, PAD after END.
     """
-    ids = np.zeros((batch, beam, steps + 1), np.int32)
-    ids[:, :, 0] = START_ID
-    log_probs = np.full((batch, beam), -np.inf, np.float32)
-    log_probs[:, 0] = 0.0  # only beam 0 is live at the start
-    lengths = np.zeros((batch, beam), np.int32)
-    finished = np.zeros((batch, beam), bool)
+    # One row per hypothesis, sentence-major, as `run_step` sees them.
+    rows = batch * beam
+    ids = np.zeros((rows, steps + 1), np.int32)
+    ids[:, 0] = START_ID
+    log_probs = np.full(rows, -np.inf, np.float32)
+    log_probs[::beam] = 0.0  # only beam 0 is live at the start
+    lengths = np.zeros(rows, np.int32)
+    finished = np.zeros(rows, bool)
     pad_only = np.full(beam, -np.inf, np.float32)
     pad_only[0] = 0.0
-    offsets = (np.arange(batch) * beam)[:, None]
+    penalties = gnmt(np.arange(steps + 1), penalty)  # by length
+    row_index = np.arange(rows)[:, None]
+    # Sentence s's beam * beam candidates are numbered from s * beam * beam: candidate c
+    # continues row c // beam with that row's (c % beam)-th best token.
+    first_candidate = (np.arange(batch) * beam * beam)[:, None]
     parents = None
     for step in range(steps):
-        logits = run_step(ids[:, :, step].reshape(-1), step, parents)  # a copy
+        logits = run_step(ids[:, step], step, parents)  # a copy
         # Log-probabilities of the whole vocabulary (PAD included), as `top_next_tokens`.
         peak = logits.max(axis=-1, keepdims=True)
-        log_total = np.log(np.exp(logits - peak).sum(axis=-1, keepdims=True)) + peak
+        exps = logits - peak
+        np.exp(exps, out=exps)
+        log_total = np.log(exps.sum(axis=-1, keepdims=True)) + peak
         logits[:, PAD_ID] = -np.inf  # banned
         if step < min_length:
             logits[:, END_ID] = -np.inf
         top = top_k(logits, beam)  # (rows, beam): each row's best tokens
-        top_log_probs = np.take_along_axis(logits, top, axis=-1) - log_total
-        step_log_probs = np.where(
-            finished[..., None], pad_only, top_log_probs.reshape(batch, beam, beam)
-        )
-        tokens = np.where(finished[..., None], PAD_ID, top.reshape(batch, beam, beam))
-        total = log_probs[..., None] + step_log_probs  # (batch, beam, candidate)
-        scores = total / gnmt(lengths + ~finished, penalty)[..., None]
-        best = top_k(scores.reshape(batch, -1), beam)  # (batch, beam)
-        parent = best // beam
-        token = np.take_along_axis(tokens.reshape(batch, -1), best, axis=-1)
-        log_probs = np.take_along_axis(total.reshape(batch, -1), best, axis=-1)
-        parent_finished = np.take_along_axis(finished, parent, axis=-1)
-        lengths = np.take_along_axis(lengths, parent, axis=-1) + ~parent_finished
-        finished = parent_finished | (token == END_ID)
-        ids = np.take_along_axis(ids, parent[..., None], axis=1)
-        ids[:, :, step + 1] = token
-        parents = (parent + offsets).reshape(-1)
+        step_log_probs = logits[row_index, top] - log_total
+        if finished.any():  # they carry on with PAD at no cost
+            step_log_probs[finished] = pad_only
+            top[finished] = PAD_ID
+        total = log_probs[:, None] + step_log_probs  # (rows, beam)
+        lengths = lengths + ~finished  # its candidates' lengths
+        scores = total / penalties[lengths][:, None]
+        best = (top_k(scores.reshape(batch, -1), beam) + first_candidate).reshape(-1)
+        parents = best // beam
+        token = top.reshape(-1)[best]
+        log_probs = total.reshape(-1)[best]
+        lengths = lengths[parents]
+        finished = finished[parents] | (token == END_ID)
+        ids = ids[parents]
+        ids[:, step + 1] = token
         if (finished | np.isinf(log_probs)).all():
             break
-    order = top_k(log_probs / gnmt(lengths, penalty), 1)[:, 0]
-    best_ids = ids[np.arange(batch), order]
-    return best_ids[:, : lengths[np.arange(batch), order].max() + 1]
+    best = top_k((log_probs / penalties[lengths]).reshape(batch, beam), 1)[:, 0]
+    best += np.arange(batch) * beam
+    return ids[best, : lengths[best].max() + 1]
