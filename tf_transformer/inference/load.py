@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tf_transformer.config import DecodeConfig
+from tf_transformer.text.document import TranslatesDocuments
 
 # (cross-attention weights (heads, tgt_len, src_len), source wordpieces, target wordpieces)
 Attention = tuple[Any, list[str], list[str]]
@@ -51,22 +52,7 @@ def _texts(tensor) -> list[str]:
     return [text.decode("utf-8") for text in tensor.numpy()]
 
 
-class _Documents:
-    """`translate_document` on top of `translate` (see `tf_transformer.text.document`)."""
-
-    source_lang = "pt"  # the language the sentence splitter reads
-
-    def translate_document(self, text: str, *, batch_size: int = 32) -> str:
-        """Splits `text` into sentences (line by line), translates them `batch_size` at a time
-        and puts the translations back: line breaks, blank lines and spacing are kept."""
-        from tf_transformer.text.document import translate_document
-
-        return translate_document(
-            text, self.translate, language=self.source_lang, batch_size=batch_size
-        )
-
-
-class RunTranslator(_Documents):
+class RunTranslator(TranslatesDocuments):
     """A run directory's checkpoint behind the `Translator`: every decoding setting applies."""
 
     def __init__(self, path: Path, config: DecodeConfig, checkpoint: str | None, jit_compile):
@@ -99,7 +85,7 @@ class RunTranslator(_Documents):
         return result["attention"], result["src_tokens"], result["tgt_tokens"]
 
 
-class _Exported(_Documents):
+class _Exported(TranslatesDocuments):
     """What SavedModel and server backends share: the decoding was fixed at export."""
 
     checkpoint = None  # one set of weights

@@ -145,6 +145,19 @@ def test_cli_export_writes_versions_and_translate_reads_them(tmp_path, capsys):
     assert "none or int8" in capsys.readouterr().err
 
 
+def test_translate_file_reads_a_litert_export_as_any_other(exports, tmp_path, capsys):
+    # A file's lines are split into sentences and put back, as for a run or a SavedModel (this
+    # ended in "'LiteRTTranslator' object has no attribute 'translate_document'").
+    document = tmp_path / "in.txt"
+    document.write_text(f"{SENTENCES[0]}\n\n  {SENTENCES[1]}\n{SENTENCES[2]}\n", encoding="utf-8")
+    out = tmp_path / "out.txt"
+    arguments = ["--beam-size", "1", "--file", str(document), "--output", str(out)]
+    assert cli.main(["translate", str(exports["none"]), *arguments]) == 0
+    translator = LiteRTTranslator(exports["none"], DecodeConfig(beam_size=1))
+    first, second, third = translator.translate(SENTENCES[:3])
+    assert out.read_text(encoding="utf-8") == f"{first}\n\n  {second}\n{third}\n"
+
+
 def test_the_runtime_needs_no_tensorflow(exports):
     """ai-edge-litert, numpy and regex: the runtime translates with TensorFlow unimportable."""
     script = (

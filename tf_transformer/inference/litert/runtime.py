@@ -20,6 +20,7 @@ import numpy as np
 from tf_transformer.config import DecodeConfig
 from tf_transformer.errors import TransformerError
 from tf_transformer.inference.litert.search import beam_search, greedy
+from tf_transformer.text.document import TranslatesDocuments
 from tf_transformer.text.plain import PlainTokenizer
 from tf_transformer.text.special_tokens import END_ID, START_ID
 
@@ -118,7 +119,7 @@ class _Interpreter:
         return self.interpreter.get_tensor(self.outputs[index])
 
 
-class LiteRTTranslator:
+class LiteRTTranslator(TranslatesDocuments):
     """Translates with a LiteRT version folder; `open_translator` returns it for such a folder.
 
     Args:
@@ -148,6 +149,7 @@ class LiteRTTranslator:
                     f"{getattr(exported, name)}: export again with --{name.replace('_', '-')}."
                 )
         self.num_heads, self.depth = meta["num_heads"], meta["d_model"] // meta["num_heads"]
+        self.source_lang = meta.get("languages", {}).get("source", "pt")  # for the splitter
         self.num_layers, self.cache_length = meta["num_layers"], meta["cache_length"]
         self.tokenizers = {
             role: PlainTokenizer(
