@@ -165,17 +165,32 @@ def _assert_only_the_chief_wrote(run_dir: Path, tmp: Path) -> None:
         assert not list((tmp / f"tmp-worker{index}").glob("tf_transformer_worker_*"))
 
 
+def _train_two_workers(tmp: Path, corpus) -> tuple[Path, Path, list[tuple[int, str, str]]]:
+    """The two workers' run dir, their scratch folders' parent and `_finish` results. A job whose coordination service lost a
+    worker before its first step (its heartbeats starved on a loaded machine: seen once in a
+    fresh clone's `make test` beside other work, at the first variable broadcast) is run once
+    more, in a new run dir; any other failure, or a second one, is the result."""
+    for attempt in (1, 2):
+        run_dir, scratch = tmp / f"two_workers_{attempt}", tmp / f"scratch_{attempt}"
+        workers = _start_workers(_worker_code(run_dir, corpus, "multiworker", 1), scratch)
+        results = [_finish(process) for process in workers]
+        started = any('"step"' in out for _, out, _ in results)
+        lost = any("stopped sending heartbeats" in err for _, _, err in results)
+        if attempt == 2 or started or not lost or all(code == 0 for code, _, _ in results):
+            return run_dir, scratch, results
+    raise AssertionError("unreachable")
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory, corpus) -> tuple[Path, Path, list[str], str]:
     """Two workers and the one-process reference, each trained with the loop, then with fit:
     (the workers' run dir, the reference's, the workers' stdout, the reference's stdout)."""
     tmp = tmp_path_factory.mktemp("multiworker")
-    run_dir, one = tmp / "two_workers", tmp / "one"
-    workers = _start_workers(_worker_code(run_dir, corpus, "multiworker", 1), tmp)
+    run_dir, scratch, results = _train_two_workers(tmp, corpus)
+    one = tmp / "one"
     # The reference runs after the workers, not beside them: two workers and a third process
     # on two cores (and make test's other worker) starved the workers' heartbeats into "task:1
     # stopped sending heartbeats" twice under load.
-    results = [_finish(process) for process in workers]
     reference = subprocess.run(
         [sys.executable, *_worker_code(one, corpus, "default", 2)],
         cwd=REPO_ROOT,
@@ -190,7 +205,7 @@ def trained(tmp_path_factory, corpus) -> tuple[Path, Path, list[str], str]:
         err[-3000:] for _, _, err in codes
     )
     for mode in MODES:
-        _assert_only_the_chief_wrote(run_dir / mode, tmp)
+        _assert_only_the_chief_wrote(run_dir / mode, scratch)
     return run_dir, one, [out for _, out, _ in results], reference.stdout
 
 
