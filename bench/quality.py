@@ -27,9 +27,8 @@ order; the one used is printed, with the best one's record (``checkpoints/best/b
 validation history itself is in TensorBoard only (``RUN_DIR/logs/validation``). To compare
 checkpoints, run ``--eval-only`` once per ``--checkpoint``. ``--length-penalties 1.0,0.6``
 scores beam search at each length penalty (chosen on Tatoeba dev; the best one there is
-printed); ``--length-penalty`` (default ``DecodeConfig``'s, 1.0) scores one. ``--alpha`` and
-``--alphas`` are their deprecated names. The last line is machine-readable; its figures are
-beam search at the first length penalty given, greedy with
+printed); ``--length-penalty`` (default ``DecodeConfig``'s, 1.0) scores one. The last line is
+machine-readable; its figures are beam search at the first length penalty given, greedy with
 ``--beam-size 1``::
 
     quality: tatoeba_dev_bleu=<cased> tatoeba_dev_bleu_lc=... chrf=... ted_dev_bleu_lc=...
@@ -441,14 +440,12 @@ def main() -> None:
     parser.add_argument("--beam-size", type=int, default=4, help="1: greedy only.")
     parser.add_argument(
         "--length-penalty",
-        "--alpha",  # deprecated name, warned about below
         type=float,
         default=None,
         help=f"Beam length penalty (default: DecodeConfig's, {DecodeConfig.DEFAULT_LENGTH_PENALTY:g}).",
     )
     parser.add_argument(
         "--length-penalties",
-        "--alphas",  # deprecated name, warned about below
         type=penalty_list,
         default=None,
         metavar="A,B,...",
@@ -466,9 +463,6 @@ def main() -> None:
     add_json_flags(parser)
     args = parser.parse_args()
     print(describe_cpu(), flush=True)  # what the figures were measured on
-    for old, new in (("--alphas", "--length-penalties"), ("--alpha", "--length-penalty")):
-        if any(arg == old or arg.startswith(old + "=") for arg in sys.argv[1:]):
-            print(f"quality.py: warning: {old} is deprecated: use {new}.", file=sys.stderr)
     if args.length_penalties is not None and args.length_penalty is not None:
         parser.error("--length-penalty and --length-penalties: give one of them.")
     if args.length_penalties is not None and args.beam_size < 2:

@@ -33,12 +33,17 @@ SHARED = REPO_ROOT.parent / "shared"
 @functools.cache
 def module_group(module_path: str) -> str:
     """A test module's group: the modules that import `tests/export_helpers.py` (its cached run
-    and exports) form one; every other module is its own. `module_path` is relative to the
-    repository, as in a node id."""
+    and exports) form one; so do the modules marked `pytest.mark.processes` (each runs several
+    busy processes of its own at once: on two cores, two such modules side by side starved a
+    multi-worker job's heartbeats, twice in three `make test` runs on 2026-11-28); every other
+    module is its own. `module_path` is relative to the repository, as in a node id."""
     tree = ast.parse((REPO_ROOT / module_path).read_text(encoding="utf-8"))
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module == "tests.export_helpers":
             return "export_helpers"
+        marked = isinstance(node, ast.Attribute) and node.attr == "processes"
+        if marked and isinstance(node.value, ast.Attribute) and node.value.attr == "mark":
+            return "processes"
     return module_path
 
 

@@ -20,6 +20,15 @@ def test_modules_sharing_the_cached_export_form_one_group():
     assert module_group("tests/test_masks.py") == "tests/test_masks.py"
 
 
+def test_modules_that_run_several_processes_form_one_group():
+    # Two workers of a multi-worker job, two trainers on one run, a notebook's kernel, the
+    # quality bench's training: never two of these side by side on the two cores.
+    modules = ["tests/training/test_multiworker.py", "tests/test_faults.py"]
+    modules += ["tests/test_notebooks.py", "tests/test_quality_bench.py"]
+    assert {module_group(module) for module in modules} == {"processes"}
+    assert module_group("tests/training/test_loop.py") == "tests/training/test_loop.py"
+
+
 def run_pytest(args: list[str], cwd, timeout: int) -> subprocess.CompletedProcess:
     """A pytest of its own (no cache, no PYTEST_ variables of this run); its exit must be 0."""
     env = {name: value for name, value in os.environ.items() if not name.startswith("PYTEST_")}

@@ -30,12 +30,13 @@ from tf_transformer.checkpoint_files import (
     checkpoint_candidates,
     checkpoint_number,
     checkpoint_problem,
+    is_torn_error,
 )
 from tf_transformer.errors import TransformerWarning
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training.start.lock import RunLock, RunLockedError
 
-pytestmark = pytest.mark.cost(220)  # seconds in make test (measured)
+pytestmark = [pytest.mark.cost(220), pytest.mark.processes]  # cost: seconds in make test (measured)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -326,6 +327,65 @@ def test_an_unreadable_newest_checkpoint_stops_resume_and_nothing_is_overwritten
     assert err[0].startswith(f"tf-transformer train: error: cannot read the checkpoint {newest}: ")
     assert "Permission denied; no older checkpoint is used in its place" in err[0], err
     assert _files(run.checkpoints_path) == before
+
+
+def _raised(error_fn) -> BaseException:
+    try:
+        error_fn()
+    except Exception as error:  # noqa: BLE001 - the error to classify
+        return error
+    raise AssertionError("no error")
+
+
+def test_torn_is_told_by_the_type_and_the_reader_not_by_words(tmp_path):
+    prefix = tf.train.Checkpoint(v=tf.Variable(tf.ones(1000))).write(str(tmp_path / "ckpt-1"))
+    reader = tf.train.load_checkpoint(prefix)  # the index, read whole
+    key = next(iter(reader.get_variable_to_dtype_map()))
+    _cut(_data(prefix), 100)
+    short = _raised(lambda: reader.get_tensor(key))  # the reader's short read
+    assert isinstance(short, IndexError) and is_torn_error(short)
+    _cut(_index(prefix), _index(prefix).stat().st_size // 2)
+    bad_index = _raised(lambda: tf.train.load_checkpoint(prefix))  # "not an sstable"
+    assert isinstance(bad_index, tf.errors.OpError) and is_torn_error(bad_index)
+    assert is_torn_error(tf.errors.DataLossError(None, None, "a checksum"))
+    # The same words from elsewhere are no torn checkpoint: a bug of ours, another op's error.
+    ours = _raised(lambda: key.split("/")[99])
+    assert isinstance(ours, IndexError) and not is_torn_error(ours)
+    assert not is_torn_error(_raised(lambda: _raise(IndexError("Read less bytes than requested"))))
+    for words in ("Checksum does not match", "corrupted", "truncated", "not an sstable"):
+        unknown = tf.errors.OpError(None, None, words, tf.errors.UNKNOWN)
+        assert not is_torn_error(_raised(lambda error=unknown: _raise(error)))
+
+
+def _raise(error: BaseException):
+    raise error
+
+
+def test_an_error_that_is_no_torn_read_keeps_its_type_and_traceback(tmp_path):
+    """Only a torn read of the files is passed over (or a reader's error stopped in one line):
+    an `IndexError` or `OpError` from elsewhere in the restore propagates as itself."""
+    from tf_transformer.training.checkpoints import restore_newest
+
+    folder = tmp_path / "ckpts"
+    tf.train.Checkpoint(v=tf.Variable(tf.ones(10))).save(str(folder / "ckpt"))
+
+    class Restores:
+        def __init__(self, error):
+            self.error = error
+
+        def restore(self, path):
+            raise self.error
+
+    for error in (
+        IndexError("Read less bytes than requested"),  # the reader's words, not the reader
+        tf.errors.InvalidArgumentError(None, None, "truncated: not a read of the files"),
+    ):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", TransformerWarning)  # nothing passed over
+            with pytest.raises(type(error)) as info:
+                restore_newest(Restores(error), folder)
+        assert info.value is error
+        assert info.traceback[-1].name == "restore"  # where it was raised, kept
 
 
 # A full disk: writes past a file-size limit fail.

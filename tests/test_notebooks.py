@@ -12,7 +12,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-pytestmark = pytest.mark.cost(180)  # seconds in make test (measured)
+pytestmark = [pytest.mark.cost(180), pytest.mark.processes]  # cost: seconds in make test (measured)
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

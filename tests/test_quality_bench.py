@@ -12,7 +12,7 @@ import pytest
 
 from tf_transformer.data.sample import sample_pairs
 
-pytestmark = pytest.mark.cost(210)  # seconds in make test (measured)
+pytestmark = [pytest.mark.cost(210), pytest.mark.processes]  # cost: seconds in make test (measured)
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "bench" / "quality.py"
@@ -129,7 +129,6 @@ def tiny_run(new_runs):
 BAD_FLAGS = [
     (["--beam-size", "1", "--length-penalties", "0.6,1.0"], "needs beam search"),
     (["--length-penalty", "1.0", "--length-penalties", "0.6,1.0"], "give one of them"),
-    (["--alpha", "1.0", "--alphas", "0.6,1.0"], "--alphas is deprecated: use --length-penalties"),
     (["--length-penalties", "0.6,0.6"], "distinct"),
     (["--checkpoint", "runs/none/ckpt-1"], "cannot read the checkpoint runs/none/ckpt-1"),
 ]

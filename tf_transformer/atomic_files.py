@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tf_transformer.errors import TransformerError
+from tf_transformer.errors import PathExistsError, TransformerError
 
 
 class WriteError(OSError, TransformerError):
@@ -180,7 +180,7 @@ def write_directory(path: str | Path, save: Callable[[str], None], *, replace: b
             if not path.exists():
                 os.rename(tmp, path)
             elif not replace:
-                raise FileExistsError(f"{path} appeared while writing; not overwritten.")
+                raise PathExistsError(f"{path} appeared while writing; not overwritten.")
             else:
                 _swap(tmp, path)
     finally:

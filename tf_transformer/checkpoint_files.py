@@ -7,10 +7,11 @@ TensorFlow (`IndexError: Read less bytes than requested`). The check here is che
 the data files' sizes and the small string tensors, not the weights) and runs once per
 checkpoint a command opens; a restore that still fails is handled by its caller.
 
-"Torn" means a short read, a size mismatch or a failed checksum (`is_torn_error`), nothing
-else: any other read error (permission denied, out of memory, a file system that is not there)
-stops the command with `CheckpointReadError`, so that `--resume` never goes back to an older
-checkpoint (and later saves over the newer one) because of it.
+"Torn" means a short read, a size mismatch, a bad index or a failed checksum
+(`is_torn_error`), nothing else. Any other error of TensorFlow's checkpoint reader (permission
+denied, a file system that is not there) stops the command with `CheckpointReadError`, so that
+`--resume` never goes back to an older checkpoint (and later saves over the newer one) because
+of it; an error from anywhere else (a bug) keeps its type and traceback.
 """
 
 from __future__ import annotations
@@ -35,32 +36,68 @@ class CheckpointReadError(OSError, TransformerError):
     over."""
 
 
-# What TensorFlow's checkpoint reader says (as an `OpError` of code UNKNOWN, or `DataLossError`)
-# when a file is short or its bytes are wrong.
-TORN_MESSAGES = (
-    "Read less bytes than requested",  # a data file cut short
+# The module of TensorFlow's checkpoint reader (`tf.train.load_checkpoint`, and what
+# `tf.train.Checkpoint.restore` reads the object graph with): its errors are raised there.
+READER_MODULE = "tensorflow.python.training.py_checkpoint_reader"
+
+# The reader's `IndexError` (the C++ status OUT_OF_RANGE) for a data file cut short; the
+# `RestoreV2` op raises the same status as `tf.errors.OutOfRangeError`.
+SHORT_READ = "Read less bytes than requested"
+
+# The reader turns the table and bundle checks' `DATA_LOSS` statuses into a bare `OpError` of
+# code UNKNOWN, so only its text tells them from permission denied (also UNKNOWN there). The
+# `RestoreV2` op keeps the type: `tf.errors.DataLossError`.
+BAD_FILE_MESSAGES = (
     "not an sstable",  # an index cut short ("bad magic number")
     "too short to be an sstable",  # an index being rewritten in place
-    "Checksum does not match",  # a changed byte
-    "corrupted",
-    "truncated",
+    "truncated block read",  # an index block cut short
+    "block checksum mismatch",  # a changed byte in the index
+    "corrupted compressed block contents",
+    "Checksum does not match",  # a changed byte in a data file
 )
 
 
+def raised_by_reader(error: BaseException) -> bool:
+    """Whether TensorFlow's checkpoint reader raised `error` (the innermost frame of its
+    traceback is in `READER_MODULE`)."""
+    tb = error.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb.tb_frame.f_globals.get("__name__") == READER_MODULE
+
+
 def is_torn_error(error: BaseException) -> bool:
-    """Whether a read error means a torn file: a short read or a failed checksum."""
+    """Whether a read error means a torn file: a short read, a bad index or a failed checksum,
+    found by its type and where it was raised (any other `IndexError` or `OpError`: no)."""
     import tensorflow as tf
 
-    if isinstance(error, (IndexError, tf.errors.DataLossError)):
+    if isinstance(error, tf.errors.DataLossError):
         return True
-    return isinstance(error, tf.errors.OpError) and any(m in str(error) for m in TORN_MESSAGES)
+    if isinstance(error, tf.errors.OutOfRangeError):
+        return SHORT_READ in str(error)
+    if not raised_by_reader(error):
+        return False
+    if isinstance(error, IndexError):
+        return SHORT_READ in str(error)
+    return (
+        isinstance(error, tf.errors.OpError)
+        and error.error_code == tf.errors.UNKNOWN
+        and any(m in str(error) for m in BAD_FILE_MESSAGES)
+    )
 
 
-def torn_or_raise(prefix: str, error: BaseException) -> str:
-    """The first line of `error` when it means a torn checkpoint; otherwise raises
+def torn_reason(prefix: str, error: BaseException) -> str | None:
+    """The first line of `error` when it means a torn checkpoint; None when it is no read error
+    of the checkpoint (the caller re-raises it). Any other error of the reader raises
     `CheckpointReadError`, which stops the command."""
+    import tensorflow as tf
+
     if is_torn_error(error):
         return first_line(error)
+    if not (isinstance(error, tf.errors.OpError) and raised_by_reader(error)):
+        return None
     raise CheckpointReadError(
         f"cannot read the checkpoint {prefix}: {first_line(error)}; no older checkpoint is "
         "used in its place and nothing was overwritten. Fix its files' access, then run again."
@@ -85,22 +122,26 @@ def checkpoint_problem(prefix: str | Path) -> str | None:
     data = sorted(Path(prefix).parent.glob(Path(prefix).name + ".data-*"))
     if not data:
         return f"no data file {Path(prefix).name}.data-*"
+    # Only the reader's calls are in the `try`s: an error of the arithmetic is a bug.
     try:
         reader = tf.train.load_checkpoint(prefix)
-    except (IndexError, tf.errors.OpError) as error:
-        return f"its index is unreadable: {torn_or_raise(prefix, error)}"
-    try:
         dtypes = reader.get_variable_to_dtype_map()
         shapes = reader.get_variable_to_shape_map()
-        needed = 0
-        for key, dtype in dtypes.items():
-            if dtype == tf.string:
-                values = np.asarray(reader.get_tensor(key), dtype=object).ravel()
-                needed += sum(len(value) for value in values)
-            else:
-                needed += int(np.prod(shapes[key], dtype=np.int64)) * dtype.size
     except (IndexError, tf.errors.OpError) as error:
-        return f"its data is unreadable: {torn_or_raise(prefix, error)}"
+        if (reason := torn_reason(prefix, error)) is None:
+            raise
+        return f"its index is unreadable: {reason}"
+    strings = [key for key, dtype in dtypes.items() if dtype == tf.string]
+    try:
+        values = [reader.get_tensor(key) for key in strings]
+    except (IndexError, tf.errors.OpError) as error:
+        if (reason := torn_reason(prefix, error)) is None:
+            raise
+        return f"its data is unreadable: {reason}"
+    needed = sum(len(v) for value in values for v in np.asarray(value, dtype=object).ravel())
+    for key, dtype in dtypes.items():
+        if dtype != tf.string:
+            needed += int(np.prod(shapes[key], dtype=np.int64)) * dtype.size
     held = sum(path.stat().st_size for path in data)
     if held < needed:
         return f"its data files hold {held} bytes of the {needed} its index lists"
@@ -148,7 +189,8 @@ def torn_note(prefix: str, load: Callable[[str], Any] | None = None) -> str | No
 
     Args:
       load: also reads the checkpoint (e.g. `tf.train.Checkpoint.restore`) once the cheap
-        check passes; a read error there (a corrupt byte: a checksum) counts as torn too.
+        check passes; a torn read there (a changed byte: a checksum) counts as torn too, and any
+        other error it raises is raised (a reader's as `CheckpointReadError`).
     """
     import tensorflow as tf
 
@@ -157,7 +199,9 @@ def torn_note(prefix: str, load: Callable[[str], Any] | None = None) -> str | No
         try:
             load(prefix)
         except (IndexError, tf.errors.OpError) as error:
-            problem = f"it does not restore: {torn_or_raise(prefix, error)}"
+            if (reason := torn_reason(prefix, error)) is None:
+                raise  # not a read of the checkpoint's files: a bug, or a model that differs
+            problem = f"it does not restore: {reason}"
     return None if problem is None else f"{prefix} is torn ({problem})"
 
 

@@ -21,5 +21,25 @@ class CLIError(TransformerError):
     it as one line and exits with code 2."""
 
 
-class DeprecatedName(TransformerWarning, FutureWarning):
-    """An old flag or config.json key, still read: said once, with the name to use."""
+# The builtin kinds a `raise` of the package uses for what a user gave or must fix: a bad value,
+# a missing path, a path in the way, a file that cannot be read. The CLI tells them from the same
+# builtins raised elsewhere (inside numpy, TensorFlow: a bug, with its traceback) by these types.
+
+
+class InvalidValueError(ValueError, TransformerError):
+    """A value the package refuses (a flag, a config field, a file's contents, a model or
+    export that does not fit the request); the message says which and what to do."""
+
+
+class MissingFileError(FileNotFoundError, TransformerError):
+    """A file or directory a command was given, or that a run or export should hold, is not
+    there."""
+
+
+class PathExistsError(FileExistsError, TransformerError):
+    """Something is already where a command would write; it is never overwritten."""
+
+
+class UnreadableFileError(OSError, TransformerError):
+    """A file is there but cannot be read (permission denied, an I/O error); the message names
+    it and the cause."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from tf_transformer.errors import InvalidValueError
 from tf_transformer.text.special_tokens import PAD_ID
 
 # -1e9 overflows float16 to -inf, and 0 * -inf is NaN; Keras uses -3e4 for float16.
@@ -19,7 +20,7 @@ def large_negative(dtype: tf.DType) -> float:
     """The large negative number added to masked logits of `dtype`."""
     dtype = tf.as_dtype(dtype)
     if dtype not in _LARGE_NEGATIVE:
-        raise ValueError(f"No large negative defined for dtype {dtype.name}.")
+        raise InvalidValueError(f"No large negative defined for dtype {dtype.name}.")
     return _LARGE_NEGATIVE[dtype]
 
 

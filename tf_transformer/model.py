@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from tf_transformer import masks
 from tf_transformer.config import ModelConfig
+from tf_transformer.errors import InvalidValueError
 from tf_transformer.layers.attention import AttentionCache, dense, read_weight
 from tf_transformer.layers.decoder import Decoder
 from tf_transformer.layers.decoding_state import DecodingState
@@ -23,7 +24,7 @@ def tie_token_embeddings(encoder: Encoder, decoder: Decoder) -> None:
     has one embedding matrix: `model.weights` and checkpoints hold it once, under the encoder.
     """
     if encoder.vocab_size != decoder.vocab_size:
-        raise ValueError(
+        raise InvalidValueError(
             f"share_embeddings needs one vocabulary: input_vocab_size ({encoder.vocab_size}) "
             f"!= target_vocab_size ({decoder.vocab_size}). Train with a shared vocabulary "
             "(shared_vocab, --shared-vocab)."
@@ -120,7 +121,7 @@ class Transformer(tf.keras.Model):
         """The forward pass up to the output projection: `call` is `project` of these.
 
         The train step projects only the real (non-PAD) positions
-        (`training.train_step.real_token_logits`).
+        (`training.step.train_step.real_token_logits`).
 
         Returns:
           `(x, attention)`: the decoder's output `(batch, tgt_len, d_model)` and the attention
@@ -182,7 +183,7 @@ class Transformer(tf.keras.Model):
         """
         if isinstance(layout, str):
             if layout not in LAYOUTS:
-                raise ValueError(f"layout must be one of {sorted(LAYOUTS)}, got {layout!r}.")
+                raise InvalidValueError(f"layout must be one of {sorted(LAYOUTS)}, got {layout!r}.")
             layout = LAYOUTS[layout]
         layout = layout(self.config.num_heads, self.config.d_model)
         batch, dtype, stack = tf.shape(context)[0], self.compute_dtype, self.decoder.stack

@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
+from tf_transformer.errors import InvalidValueError
+
 
 def _finish(figure, path: str | os.PathLike | None):
     """Writes the PNG if asked, and hands the figure back detached from pyplot.
@@ -78,7 +80,7 @@ def plot_learning_rate(
     """
     if callable(schedule):
         if steps is None:
-            raise ValueError("plot_learning_rate needs `steps` for a callable schedule.")
+            raise InvalidValueError("plot_learning_rate needs `steps` for a callable schedule.")
         xs = np.arange(1, steps + 1)
         values = np.array([float(schedule(int(step))) for step in xs])
     else:
@@ -116,10 +118,12 @@ def plot_attention_heads(
     """
     attention = np.asarray(attention)
     if attention.ndim != 3:
-        raise ValueError(f"attention must be (heads, tgt_len, src_len), got {attention.shape}.")
+        raise InvalidValueError(
+            f"attention must be (heads, tgt_len, src_len), got {attention.shape}."
+        )
     heads, tgt_len, src_len = attention.shape
     if (len(tgt_tokens), len(src_tokens)) != (tgt_len, src_len):
-        raise ValueError(
+        raise InvalidValueError(
             f"{len(tgt_tokens)} target and {len(src_tokens)} source labels for attention of "
             f"shape {attention.shape}."
         )

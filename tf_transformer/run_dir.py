@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tf_transformer.config import ModelConfig
+from tf_transformer.errors import MissingFileError
 
 # The checkpoints a run can hold, in the order a run is read by default (see `RunDir.checkpoint`).
 CHECKPOINT_NAMES = ("best", "averaged", "latest")
@@ -72,7 +73,7 @@ class RunDir:
 
     def read_config(self) -> dict[str, Any]:
         if not self.config_path.is_file():
-            raise FileNotFoundError(
+            raise MissingFileError(
                 f"{self.root} is not a run directory (no config.json); train one with "
                 "`tf-transformer train --run-dir DIR`."
             )
@@ -160,7 +161,7 @@ class RunDir:
             if name == which and len(notes) == before:
                 notes.append(f"there is no {name} checkpoint in {folder}")
         if not torn:
-            raise FileNotFoundError(f"No checkpoint in {self.checkpoints_path}.")
+            raise MissingFileError(f"No checkpoint in {self.checkpoints_path}.")
         raise TornCheckpointError(
             f"no whole checkpoint in {self.checkpoints_path}: {'; '.join(notes)}. Train the run "
             "again (--overwrite)."
@@ -176,7 +177,7 @@ class RunDir:
         from tf_transformer.text.tokenizers import load_tokenizers
 
         if not self.tokenizers_path.is_dir():
-            raise FileNotFoundError(f"No tokenizers in {self.tokenizers_path}.")
+            raise MissingFileError(f"No tokenizers in {self.tokenizers_path}.")
         return load_tokenizers(str(self.tokenizers_path))
 
     def load_model(self, checkpoint: str | None = None):

@@ -9,6 +9,7 @@ import socket
 import pytest
 
 from tf_transformer import cli
+from tf_transformer.errors import InvalidValueError, MissingFileError, UnreadableFileError
 
 
 @pytest.fixture
@@ -56,7 +57,7 @@ BAD_FLAGS = [
     (["evaluate", "run", "--limit", "-3"], "must be a positive integer, got -3"),
     (["evaluate", "run", "--beam-size", "0"], "must be a positive integer, got 0"),
     (["export", "run", "--version", "-1"], "must be a positive integer, got -1"),
-    (["export", "run", "--max-length", "zero"], "invalid positive_int value: 'zero'"),
+    (["export", "run", "--max-new-tokens", "zero"], "invalid positive_int value: 'zero'"),
     (["serve"], "invalid choice: 'serve'"),
     ([], "the following arguments are required: COMMAND"),
 ]
@@ -138,6 +139,10 @@ def test_bad_inputs(workdir, capsys, arguments, expected):
     assert _snapshot(workdir) == before
 
 
+def _raise(error):
+    raise error
+
+
 def test_only_our_errors_are_one_line_a_bug_shows_its_traceback(monkeypatch, capsys):
     import numpy as np
 
@@ -151,10 +156,15 @@ def test_only_our_errors_are_one_line_a_bug_shows_its_traceback(monkeypatch, cap
             return error
         raise AssertionError("no error")
 
-    ours = raises(lambda: check_version("/nonexistent", 0))  # `raise ValueError` of ours
+    ours = raises(lambda: check_version("/nonexistent", 0))  # our InvalidValueError
     library = raises(lambda: np.zeros(2).reshape(3))  # a ValueError from inside numpy
     assert isinstance(ours, ValueError) and isinstance(library, ValueError)
     assert cli.is_user_error(ours) and not cli.is_user_error(library)
+    # Told by type alone, wherever raised: not by the words or the line that raised it.
+    for typed in (InvalidValueError, MissingFileError, UnreadableFileError):
+        assert cli.is_user_error(typed("a bad value, path or file"))
+    for builtin in (ValueError(str(ours)), FileNotFoundError("x"), PermissionError("x")):
+        assert not cli.is_user_error(raises(lambda error=builtin: _raise(error)))
 
     def bug(args):
         np.zeros(2).reshape(3)

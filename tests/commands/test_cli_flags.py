@@ -1,9 +1,7 @@
-"""The flags made from the config fields: one per field, the preset's defaults in the help, and
-old flags and config.json keys still read (saying once that they are deprecated)."""
+"""The flags made from the config fields: one per field, the preset's defaults in the help."""
 
 import argparse
 import dataclasses
-import json
 import shutil
 from pathlib import Path
 
@@ -22,12 +20,6 @@ from tf_transformer.config import (
 from tf_transformer.run_dir import RunDir
 
 BASE_CONFIG = Path(__file__).parents[1] / "fixtures" / "base_run_config.json"
-
-
-@pytest.fixture(autouse=True)
-def fresh_warnings(monkeypatch):
-    """Each test sees the deprecation warnings as a new process would (they are said once)."""
-    monkeypatch.setattr(base, "_WARNED", set())
 
 
 def _subparser(name: str) -> argparse.ArgumentParser:
@@ -104,55 +96,25 @@ def test_train_help_shows_the_chosen_presets_values(capsys, order):
     assert "preset small's" in text
 
 
-def test_old_train_flags_still_work_and_warn_once(capsys):
-    args = ["train", "--preset", "tiny", "--max-length", "100", "--accumulate", "2"]
-    with pytest.warns(FutureWarning) as warned:
-        parsed = cli.build_parser().parse_args([*args, "--max-length", "90"])
-    model_config, train_config = train.configs_from_args(parsed)
-    assert train_config.max_tokens == 100 and train_config.accumulate_steps == 2
-    assert model_config.max_length == 100
-    messages = sorted(str(w.message) for w in warned)
-    assert messages == [
-        "--accumulate is deprecated: use --accumulate-steps.",
-        "--max-length is deprecated: use --max-tokens.",
-    ]
-
-
 @pytest.mark.parametrize(
-    "arguments, caps",
+    "arguments, given",
     [
-        (["--max-length", "9"], (9, 9)),
-        (["--max-length", "9", "--max-new-tokens", "5"], (9, 5)),
-        (["--max-new-tokens", "5", "--max-length", "9"], (9, 5)),  # the new flag wins anyway
+        ([], {}),
+        (["--max-new-tokens", "5"], {"max_new_tokens": 5}),
+        (
+            ["--beam-size", "1", "--max-source-tokens", "9"],
+            {"beam_size": 1, "max_source_tokens": 9},
+        ),
     ],
 )
-def test_old_decoding_flag_sets_both_caps_the_new_ones_win(arguments, caps):
+def test_decoding_flags_set_only_the_fields_given(arguments, given):
     from tf_transformer.commands import decode_config
 
-    with pytest.warns(FutureWarning, match="--max-length is deprecated: use --max-source-tok"):
-        args = cli.build_parser().parse_args(["translate", "RUN", *arguments])
-    config = decode_config(args)
-    assert (config.max_source_tokens, config.max_new_tokens) == caps
-    assert config.beam_size is None  # not given: the backend's own
+    config = decode_config(cli.build_parser().parse_args(["translate", "RUN", *arguments]))
+    assert config.given() == given  # the others None: the backend's own
 
 
-def test_cli_says_deprecated_in_one_stderr_line(capsys):
-    # --help right after: the warning is said as the flag is read, before anything runs.
-    with pytest.raises(SystemExit):
-        cli.main(["train", "--max-length", "20", "--help"])
-    err = capsys.readouterr().err
-    assert err == "tf-transformer train: warning: --max-length is deprecated: use --max-tokens.\n"
-
-
-def test_old_config_json_key_is_read_and_warned_once():
-    stored = get_train_preset("tiny").to_dict()
-    stored["max_length"] = stored.pop("max_tokens")
-    with pytest.warns(FutureWarning, match="TrainConfig key 'max_length' is deprecated") as w:
-        first, second = [TrainConfig.from_dict(stored) for _ in range(2)]
-    assert first == second == get_train_preset("tiny") and len(w) == 1
-
-
-def test_a_run_written_by_the_previous_version_loads(tmp_path, recwarn):
+def test_a_run_written_by_the_previous_version_loads(tmp_path):
     """tests/fixtures/base_run_config.json: config.json as the code before the flag and naming
     change wrote it (small-data preset)."""
     (tmp_path / "run").mkdir()
@@ -164,10 +126,3 @@ def test_a_run_written_by_the_previous_version_loads(tmp_path, recwarn):
     assert run.train_config() == preset
     assert run.model_config().share_embeddings and run.model_config().input_vocab_size == 3574
     assert run.data_config() == DataConfig("sample")
-    assert not [w for w in recwarn if issubclass(w.category, FutureWarning)]
-    # The same file with the keys of still older runs: read, with a warning.
-    config = json.loads(BASE_CONFIG.read_text())
-    config["train"]["max_length"] = config["train"].pop("max_tokens")
-    run.write_config(config)
-    with pytest.warns(FutureWarning, match="'max_length' is deprecated: use 'max_tokens'"):
-        assert run.train_config().max_tokens == 64

@@ -1,9 +1,13 @@
 """Tests for tf_transformer.data sources: TFDS (mocked, prepared, dead URL), tarball, text files."""
 
+import functools
 import hashlib
+import http.server
 import io
+import resource
 import socket
 import tarfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -125,6 +129,55 @@ def test_tarball_url_that_cannot_be_fetched(tmp_path):
     with pytest.raises(DatasetUnavailableError, match="--tarball PATH") as info:
         load_dataset("ted_hrlr", "train", tarball=url, data_dir=tmp_path)
     assert f"cannot download {url}" in str(info.value)
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def test_tarball_download_on_a_full_disk_says_so_and_names_the_folder(tmp_path):
+    served = tmp_path / "served"
+    served.mkdir()
+    (served / "ted.tar.gz").write_bytes(bytes(1 << 20))
+    handler = functools.partial(_QuietHandler, directory=str(served))
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        url = f"http://127.0.0.1:{server.server_port}/ted.tar.gz"
+        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, hard))  # writes past it: EFBIG
+        try:
+            with pytest.raises(DatasetUnavailableError) as info:
+                load_dataset("ted_hrlr", "train", tarball=url, data_dir=tmp_path)
+        finally:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+            server.shutdown()
+    message = str(info.value)
+    assert message.startswith(f"cannot save the download of {url} to {tmp_path / 'tf_transformer'}")
+    assert "File too large" in message and "cannot download" not in message
+
+
+@pytest.mark.parametrize(
+    "error",
+    [PermissionError(13, "Permission denied", "/cache/tf_transformer"), KeyError("a bug")],
+    ids=["permission denied", "a bug"],
+)
+def test_tarball_fetch_failure_that_is_not_the_network(tmp_path, monkeypatch, error):
+    import tensorflow as tf
+
+    def get_file(**kwargs):
+        raise error
+
+    monkeypatch.setattr(tf.keras.utils, "get_file", get_file)
+    url = "https://example.com/qi18naacl-dataset.tar.gz"
+    if isinstance(error, OSError):  # said with its path, not as a download failure
+        message = f"cannot save the download of {url} to /cache/tf_transformer: Permission denied"
+        with pytest.raises(DatasetUnavailableError, match=message):
+            load_dataset("ted_hrlr", "train", tarball=url, data_dir=tmp_path)
+    else:  # a bug keeps its type and traceback
+        with pytest.raises(KeyError) as info:
+            load_dataset("ted_hrlr", "train", tarball=url, data_dir=tmp_path)
+        assert info.value is error and info.traceback[-1].name == "get_file"
 
 
 def _write(path, data):

@@ -2,15 +2,13 @@ import atexit
 import functools
 import shutil
 import tempfile
-import warnings
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_transformer.config import DecodeConfig, base, get_preset
+from tf_transformer.config import DecodeConfig, get_preset
 from tf_transformer.data.sample import sample_pairs
-from tf_transformer.errors import DeprecatedName
 from tf_transformer.inference.translator import Translator, validate_utf8
 from tf_transformer.model import Transformer
 from tf_transformer.text.tokenizers import END_ID, START_ID, UNK_ID, build_tokenizers
@@ -167,25 +165,6 @@ def test_max_length_beyond_the_model_is_refused(translator):
             translator.model,
             config=DecodeConfig(max_source_tokens=1000, max_new_tokens=1000),
         )
-
-
-def test_the_old_keyword_spellings_still_decode_and_warn_once(translator, monkeypatch):
-    monkeypatch.setattr(base, "_WARNED", set())  # as in a fresh process
-    expected = translator.translate_batch(SENTENCES[:2], DecodeConfig(beam_size=1))
-    old = r"Translator.translate\(beam_size=...\) is deprecated: use Translator.translate\(config="
-    with pytest.warns(DeprecatedName, match=old):
-        assert translator.translate_batch(SENTENCES[:2], beam_size=1) == expected
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert translator.translate_batch(SENTENCES[:2], beam_size=1) == expected  # once only
-    with pytest.warns(DeprecatedName, match=r"Translator\(max_new_tokens=...\)"):
-        old_style = Translator(translator.tokenizers, translator.model, max_new_tokens=3)
-    # The other fields are DecodeConfig's defaults, the cap bounded by max_length 32.
-    assert old_style.config == DecodeConfig(
-        beam_size=4, length_penalty=1.0, max_source_tokens=32, max_new_tokens=3
-    )
-    with pytest.raises(TypeError, match="bogus"):
-        Translator(translator.tokenizers, translator.model, bogus=1)
 
 
 def test_decode_config_fields_left_unset_take_the_defaults_bounded_by_the_model():

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.cost(190)  # seconds in make test (measured)
+pytestmark = [pytest.mark.cost(190), pytest.mark.processes]  # cost: seconds in make test (measured)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STEPS = 20
@@ -166,10 +166,11 @@ def _assert_only_the_chief_wrote(run_dir: Path, tmp: Path) -> None:
 
 
 def _train_two_workers(tmp: Path, corpus) -> tuple[Path, Path, list[tuple[int, str, str]]]:
-    """The two workers' run dir, their scratch folders' parent and `_finish` results. A job whose coordination service lost a
-    worker before its first step (its heartbeats starved on a loaded machine: seen once in a
-    fresh clone's `make test` beside other work, at the first variable broadcast) is run once
-    more, in a new run dir; any other failure, or a second one, is the result."""
+    """The two workers' run dir, their scratch folders' parent and `_finish` results. A job
+    whose coordination service lost a worker before its first step (its heartbeats starved on
+    a loaded machine: seen in a fresh clone's `make test` beside other work, at the first
+    variable broadcast) is run once more, in a new run dir; any other failure, or a second
+    one, is the result."""
     for attempt in (1, 2):
         run_dir, scratch = tmp / f"two_workers_{attempt}", tmp / f"scratch_{attempt}"
         workers = _start_workers(_worker_code(run_dir, corpus, "multiworker", 1), scratch)

@@ -7,7 +7,6 @@ import contextlib
 import sys
 
 from tf_transformer.commands.flags import (
-    DeprecatedFlag,
     add_config_flags,
     config_changes,
     positive_float,
@@ -32,15 +31,13 @@ CHECKPOINT_HELP = (
 
 def add_decoding_arguments(parser: argparse.ArgumentParser, exported: str) -> None:
     """The `DecodeConfig` flags (--beam-size, --length-penalty, --max-source-tokens,
-    --max-new-tokens; --max-length, deprecated, sets both caps).
+    --max-new-tokens).
 
     Args:
       exported: what a SavedModel or server does with them, for the help text.
     """
     group = parser.add_argument_group("decoding", exported)
     add_config_flags(group, DecodeConfig)
-    caps = ("max_source_tokens", "max_new_tokens")
-    group.add_argument("--max-length", action=DeprecatedFlag, fields=caps, type=positive_int)
 
 
 def decode_config(args: argparse.Namespace) -> DecodeConfig:

@@ -15,7 +15,7 @@ from tf_transformer.commands import (
     model_loading,
     positive_int,
 )
-from tf_transformer.errors import CLIError
+from tf_transformer.errors import CLIError, PathExistsError
 
 
 def register(subparsers) -> None:
@@ -199,7 +199,7 @@ def export_ctranslate2(args: argparse.Namespace) -> int:
 
     out = Path(args.out or Path("saved_models") / f"{Path(args.run_dir).resolve().name}-ct2")
     if out.exists():
-        raise FileExistsError(f"{out} exists; a CTranslate2 export is never overwritten.")
+        raise PathExistsError(f"{out} exists; a CTranslate2 export is never overwritten.")
     path, source = export_checkpoint(args, convert, out, quantization=args.quantization)
     print(f"Exported a CTranslate2 model to {path} {source}")
     return 0

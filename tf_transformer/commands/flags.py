@@ -16,8 +16,6 @@ import dataclasses
 import typing
 from collections.abc import Iterable
 
-from tf_transformer.config import warn_deprecated
-
 
 def flag_name(field_name: str) -> str:
     """The flag of a field: `warmup_steps` -> `--warmup-steps`."""
@@ -131,19 +129,3 @@ def config_changes(args: argparse.Namespace, config_class: type) -> dict:
         if value is not None:
             changes[field.name] = None if value == field.metadata.get("none") else value
     return changes
-
-
-class DeprecatedFlag(argparse.Action):
-    """An old flag: says once that it is deprecated, then sets `fields` that are not set yet
-    (so the new flags win in any order). Hidden from the help."""
-
-    def __init__(self, option_strings, dest, *, fields: tuple[str, ...], **kwargs):
-        kwargs.update(help=argparse.SUPPRESS, default=argparse.SUPPRESS)
-        super().__init__(option_strings, argparse.SUPPRESS, **kwargs)
-        self.fields = fields
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        warn_deprecated(option_string, " and ".join(flag_name(name) for name in self.fields))
-        for name in self.fields:
-            if getattr(namespace, name, None) is None:
-                setattr(namespace, name, values)

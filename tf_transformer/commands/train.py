@@ -6,10 +6,8 @@ import argparse
 from pathlib import Path
 
 from tf_transformer.commands.flags import (
-    DeprecatedFlag,
     add_config_flags,
     config_changes,
-    positive_int,
     show_defaults,
 )
 from tf_transformer.config import (
@@ -27,8 +25,6 @@ from tf_transformer.errors import CLIError
 SET_BY_TRAINING = ("input_vocab_size", "target_vocab_size", "max_length")
 # The flags that are not config fields: which run, and how to run this command.
 RUN_FLAGS = ("preset", "run_dir", "resume", "overwrite", "fit", "quiet")
-# Old flags, still read: (flag, the fields it sets).
-DEPRECATED_FLAGS = (("--max-length", ("max_tokens",)), ("--accumulate", ("accumulate_steps",)))
 
 LIMITS_HELP = (
     "Training stops at whichever comes first of the limits given on the command line: "
@@ -76,8 +72,6 @@ def register(subparsers) -> None:
         *add_config_flags(model, ModelConfig, skip=SET_BY_TRAINING),
         *add_config_flags(training, TrainConfig),
     ]
-    for flag, fields in DEPRECATED_FLAGS:
-        training.add_argument(flag, action=DeprecatedFlag, fields=fields, type=positive_int)
     preset = this_run.add_argument(
         "--preset",
         default="small",

@@ -15,6 +15,7 @@ from tf_transformer.commands import (
     model_loading,
     positive_int,
 )
+from tf_transformer.errors import InvalidValueError, MissingFileError
 
 STDIN_HINT = "reading sentences from stdin, one per line; Ctrl-D to finish"
 
@@ -102,21 +103,21 @@ def read_sentences(args: argparse.Namespace) -> list[str]:
         try:
             sentences.append(line.rstrip(b"\r").decode("utf-8"))
         except UnicodeDecodeError as error:
-            raise ValueError(f"Sentence {index} is not valid UTF-8: {error}.") from None
+            raise InvalidValueError(f"Sentence {index} is not valid UTF-8: {error}.") from None
     return sentences
 
 
 def read_document(args: argparse.Namespace) -> str:
     """The text of --file (checked before the model loads)."""
     if args.sentences:
-        raise ValueError("--file translates a file: give no SENTENCE arguments with it.")
+        raise InvalidValueError("--file translates a file: give no SENTENCE arguments with it.")
     path = Path(args.file)
     if not path.is_file():
-        raise FileNotFoundError(f"--file {path}: no such file.")
+        raise MissingFileError(f"--file {path}: no such file.")
     try:
         return path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as error:
-        raise ValueError(f"--file {path} is not UTF-8 text: {error}.") from None
+        raise InvalidValueError(f"--file {path} is not UTF-8 text: {error}.") from None
 
 
 def write_document(args: argparse.Namespace, translator) -> None:
@@ -150,15 +151,15 @@ def run(args: argparse.Namespace) -> int:
     from tf_transformer.inference.load import open_translator, saved_model_version
 
     if args.output is not None and args.file is None:
-        raise ValueError("--output goes with --file (the text to translate).")
+        raise InvalidValueError("--output goes with --file (the text to translate).")
     args.document = None if args.file is None else read_document(args)
     if args.server:
         return translate_with_server(args)
     if args.run_dir is None:
-        raise ValueError("RUN_DIR is required (or --server URL).")
+        raise InvalidValueError("RUN_DIR is required (or --server URL).")
     root = Path(args.run_dir)
     if saved_model_version(root) is None and not root.is_dir():
-        raise FileNotFoundError(f"Run directory {root} does not exist.")
+        raise MissingFileError(f"Run directory {root} does not exist.")
     with model_loading(root):
         translator = open_translator(
             root, decode_config(args), checkpoint=args.checkpoint, jit_compile=args.jit_compile
@@ -186,7 +187,7 @@ def translate_with_server(args: argparse.Namespace) -> int:
     if args.run_dir is not None:  # no run directory with --server: it is the first sentence
         args.sentences = [args.run_dir, *args.sentences]
     if args.plot_attention or args.jit_compile:
-        raise ValueError(
+        raise InvalidValueError(
             "--plot-attention and --jit-compile need the model itself (a run directory or a "
             "SavedModel), not --server."
         )

@@ -12,7 +12,7 @@ Each field's metadata holds its `help`, and the hints of `setting`: the CLI's fl
 from the fields (`tf_transformer.commands.flags`).
 """
 
-from tf_transformer.config.base import setting, warn_deprecated
+from tf_transformer.config.base import setting
 from tf_transformer.config.data import NAMED_DATASETS, DataConfig
 from tf_transformer.config.decode import DecodeConfig
 from tf_transformer.config.model import ModelConfig
@@ -30,5 +30,4 @@ __all__ = [
     "get_preset",
     "get_train_preset",
     "setting",
-    "warn_deprecated",
 ]

@@ -7,6 +7,7 @@ import dataclasses
 from typing_extensions import Self  # typing.Self needs Python 3.11
 
 from tf_transformer.config.base import _DictConfig, setting
+from tf_transformer.errors import InvalidValueError
 
 # Data specs that are names, not paths (see `tf_transformer.data.load_dataset`).
 NAMED_DATASETS = ("sample", "sample_written", "ted_hrlr", "ted_hrlr_translate/pt_to_en")
@@ -67,24 +68,26 @@ class DataConfig(_DictConfig):
             )
         super().__post_init__()
         if not self.dataset:
-            raise ValueError("dataset names no corpus: give at least one data spec.")
+            raise InvalidValueError("dataset names no corpus: give at least one data spec.")
         if self.dataset_weights is not None:
             if len(self.dataset_weights) != len(self.dataset):
-                raise ValueError(
+                raise InvalidValueError(
                     f"dataset_weights has {len(self.dataset_weights)} weights for "
                     f"{len(self.dataset)} corpora: give one weight per --dataset, in order."
                 )
             if any(not w >= 0 for w in self.dataset_weights) or not sum(self.dataset_weights):
-                raise ValueError(
+                raise InvalidValueError(
                     f"dataset_weights must be non-negative with a positive sum, got "
                     f"{','.join(map(str, self.dataset_weights))}."
                 )
         for name in ("source_lang", "target_lang"):
             code = getattr(self, name)
             if not code or not code.replace("-", "").replace("_", "").isalnum():
-                raise ValueError(f"{name} must be a language code such as 'pt', got {code!r}.")
+                raise InvalidValueError(
+                    f"{name} must be a language code such as 'pt', got {code!r}."
+                )
         if self.source_lang == self.target_lang:
-            raise ValueError(f"source and target language are both {self.source_lang!r}.")
+            raise InvalidValueError(f"source and target language are both {self.source_lang!r}.")
 
     def recorded(self) -> Self:
         """As config.json records it: local paths made absolute (names and URLs unchanged), so

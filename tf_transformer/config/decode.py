@@ -7,7 +7,8 @@ from typing import Any, ClassVar
 
 from typing_extensions import Self  # typing.Self needs Python 3.11
 
-from tf_transformer.config.base import _DictConfig, setting, warn_deprecated
+from tf_transformer.config.base import _DictConfig, setting
+from tf_transformer.errors import InvalidValueError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,11 +58,11 @@ class DecodeConfig(_DictConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.length_penalty is not None and self.length_penalty < 0:
-            raise ValueError(f"length_penalty must be >= 0, got {self.length_penalty}.")
+            raise InvalidValueError(f"length_penalty must be >= 0, got {self.length_penalty}.")
         for name in ("max_source_tokens", "max_new_tokens"):
             value = getattr(self, name)
             if value is not None and value < 2:
-                raise ValueError(f"{name} must be at least 2, got {value}.")
+                raise InvalidValueError(f"{name} must be at least 2, got {value}.")
 
     def given(self) -> dict[str, Any]:
         """The fields set (not None): what a request asks of a backend."""
@@ -80,26 +81,9 @@ class DecodeConfig(_DictConfig):
             value = getattr(self, name)
             value = min(self.DEFAULT_LENGTH, model_max_length) if value is None else value
             if value > model_max_length:
-                raise ValueError(
+                raise InvalidValueError(
                     f"{name} ({value}) exceeds the model's positional table "
                     f"(max_length {model_max_length})."
                 )
             caps[name] = value
         return self.replace(**caps)
-
-    @classmethod
-    def with_keywords(cls, config: Self | None, where: str, keywords: dict[str, Any]) -> Self:
-        """`config` (`DecodeConfig()` when None) with the old keyword spellings of its fields
-        applied: `where(beam_size=...)` still works and says once that it is deprecated.
-
-        Raises:
-          TypeError: a keyword that is no field (as for any unknown keyword argument).
-        """
-        fields = {field.name for field in dataclasses.fields(cls)}
-        unknown = sorted(set(keywords) - fields)
-        if unknown:
-            raise TypeError(f"{where}() got unexpected keyword arguments {unknown}.")
-        given = {name: value for name, value in keywords.items() if value is not None}
-        for name in given:
-            warn_deprecated(f"{where}({name}=...)", f"{where}(config=DecodeConfig({name}=...))")
-        return (config or cls()).replace(**given)

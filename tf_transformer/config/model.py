@@ -6,6 +6,7 @@ import dataclasses
 import json
 
 from tf_transformer.config.base import _check_unit_interval, _DictConfig, setting
+from tf_transformer.errors import InvalidValueError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,7 +67,7 @@ class ModelConfig(_DictConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.d_model % self.num_heads:
-            raise ValueError(
+            raise InvalidValueError(
                 f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})."
             )
         _check_unit_interval(

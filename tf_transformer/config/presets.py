@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tf_transformer.config.model import ModelConfig
 from tf_transformer.config.train import TrainConfig
+from tf_transformer.errors import InvalidValueError
 
 # Named presets. Vocabulary sizes are placeholders: training replaces them with the sizes of the
 # tokenizers it builds.
@@ -61,7 +62,9 @@ def get_preset(name: str) -> ModelConfig:
     try:
         return PRESETS[name]
     except KeyError:
-        raise ValueError(f"Unknown preset {name!r}; choose one of {', '.join(PRESETS)}.") from None
+        raise InvalidValueError(
+            f"Unknown preset {name!r}; choose one of {', '.join(PRESETS)}."
+        ) from None
 
 
 # Training presets, paired by name with the model presets.
@@ -157,6 +160,6 @@ def get_train_preset(name: str) -> TrainConfig:
     try:
         return TRAIN_PRESETS[name]
     except KeyError:
-        raise ValueError(
+        raise InvalidValueError(
             f"Unknown preset {name!r}; choose one of {', '.join(TRAIN_PRESETS)}."
         ) from None

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
 
 from tf_transformer.config.base import _check_unit_interval, _DictConfig, setting
+from tf_transformer.errors import InvalidValueError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,16 +130,15 @@ class TrainConfig(_DictConfig):
         metavar="K",
     )
 
-    # config.json of runs trained before the rename
-    RENAMED: ClassVar[dict[str, str]] = {"max_length": "max_tokens"}
-
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.epochs is None and self.max_steps is None and self.max_minutes is None:
-            raise ValueError("With epochs=None, set max_steps or max_minutes to end training.")
+            raise InvalidValueError(
+                "With epochs=None, set max_steps or max_minutes to end training."
+            )
         if self.patience is not None and self.eval_every is None:
-            raise ValueError("patience counts evaluations: set eval_every too.")
+            raise InvalidValueError("patience counts evaluations: set eval_every too.")
         if self.average_last < 0:
-            raise ValueError(f"average_last must be >= 0, got {self.average_last}.")
+            raise InvalidValueError(f"average_last must be >= 0, got {self.average_last}.")
         _check_unit_interval(self, ("cooldown", "concat_fraction"), closed=True)
         _check_unit_interval(self, ("label_smoothing",))

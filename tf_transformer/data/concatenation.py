@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from tf_transformer.errors import InvalidValueError
+
 
 def add_concatenations(
     pairs: tf.data.Dataset,
@@ -36,7 +38,7 @@ def add_concatenations(
         ValueError: `fraction` is outside [0, 1].
     """
     if not 0.0 <= fraction <= 1.0:
-        raise ValueError(f"concat_fraction must be in [0, 1], got {fraction}.")
+        raise InvalidValueError(f"concat_fraction must be in [0, 1], got {fraction}.")
     if fraction == 0.0:
         return pairs
     first = pairs.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=False)

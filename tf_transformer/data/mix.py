@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
+from tf_transformer.errors import InvalidValueError
+
 
 def corpus_name(spec: str) -> str:
     """The name a corpus is reported under: a directory's or file's name, or the spec itself
@@ -28,7 +30,7 @@ def unique_names(specs) -> list[str]:
     names = [corpus_name(spec) for spec in specs]
     for name in names:
         if names.count(name) > 1:
-            raise ValueError(
+            raise InvalidValueError(
                 f"two corpora are both named {name!r} ({', '.join(specs)}): give each its own "
                 "directory name."
             )
@@ -81,7 +83,7 @@ class Mix:
         sizes = [count_elements(pairs) for pairs in corpora]
         for spec, size in zip(data.dataset, sizes):
             if not size:
-                raise ValueError(f"corpus {spec} has no {split} pairs.")
+                raise InvalidValueError(f"corpus {spec} has no {split} pairs.")
         weights = data.dataset_weights or sizes
         total = float(sum(weights))
         return cls(names, corpora, sizes, [w / total for w in weights])

@@ -12,6 +12,7 @@ import itertools
 import numpy as np
 import tensorflow as tf
 
+from tf_transformer.errors import InvalidValueError
 from tf_transformer.text.special_tokens import PAD_ID
 
 _TOKENIZE_BATCH = 1024
@@ -52,7 +53,9 @@ def prepare_examples(
         A dataset of ``((src, tgt_in), tgt_out)`` 1-D int64 tensors.
     """
     if max_tokens < 2:
-        raise ValueError(f"max_tokens must leave room for [START] and [END], got {max_tokens}")
+        raise InvalidValueError(
+            f"max_tokens must leave room for [START] and [END], got {max_tokens}"
+        )
 
     # Graph code without Python control flow: AutoGraph would only re-read it (and what it calls)
     # each time a map is traced.
@@ -112,12 +115,12 @@ def bucket_batch_sizes(
             one `max_tokens` example.
     """
     if token_budget < max_tokens:
-        raise ValueError(
+        raise InvalidValueError(
             f"token_budget {token_budget} cannot hold one example of max_tokens {max_tokens}"
         )
     kept = [int(b) for b in bucket_boundaries if b <= max_tokens]
     if any(b < 2 for b in kept) or any(a >= b for a, b in itertools.pairwise(kept)):
-        raise ValueError(f"bucket_boundaries must be increasing integers >= 2, got {kept}")
+        raise InvalidValueError(f"bucket_boundaries must be increasing integers >= 2, got {kept}")
     longest = [b - 1 for b in kept] + [max_tokens]
     return kept, [token_budget // length for length in longest]
 

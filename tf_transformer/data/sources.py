@@ -9,6 +9,7 @@ import tensorflow as tf
 from tf_transformer.data.errors import DataFormatError
 from tf_transformer.data.ted_tarball import TED_SHA256, fetch_tarball, read_ted_tarball
 from tf_transformer.data.text_files import read_text_dir, read_tsv
+from tf_transformer.errors import InvalidValueError
 
 TED_SPECS = ("ted_hrlr", "ted_hrlr_translate/pt_to_en")
 # The embedded corpus, by style: lower case with spaced punctuation, or written (capitalised).
@@ -42,7 +43,7 @@ def canonical_split(split: str) -> str:
     try:
         return _SPLIT_ALIASES[split.strip().lower()]
     except KeyError:
-        raise ValueError(
+        raise InvalidValueError(
             f"unknown split {split!r}; expected one of {sorted(_SPLIT_ALIASES)}"
         ) from None
 
@@ -106,7 +107,7 @@ def load_dataset(
     """
     spec_text = str(spec)
     if tarball is not None and spec_text not in TED_SPECS:
-        raise ValueError(f"a tarball is for the TED data (ted_hrlr) only, not {spec_text!r}")
+        raise InvalidValueError(f"a tarball is for the TED data (ted_hrlr) only, not {spec_text!r}")
     if spec_text in (*SAMPLE_SPECS, *TED_SPECS):
         name = canonical_split(split)
         pairs = _builtin_pairs(spec_text, name, data_dir, download, tarball, sha256)
@@ -120,7 +121,7 @@ def load_dataset(
         if path.suffix.lower() != ".tsv":
             raise DataFormatError(f"{path}: a single-file corpus must be a .tsv file")
         return pairs_to_dataset(read_tsv(path))
-    raise ValueError(
+    raise InvalidValueError(
         f"unknown data spec {spec_text!r}: not a known name nor an existing path; "
         f"{VALID_SPECS_HELP}"
     )
@@ -148,7 +149,7 @@ def _in_direction(pairs: tf.data.Dataset, spec: str, source_lang: str, target_la
         return pairs
     if (source_lang, target_lang) == ("en", "pt"):
         return pairs.map(tf.autograph.experimental.do_not_convert(lambda pt, en: (en, pt)))
-    raise ValueError(
+    raise InvalidValueError(
         f"{spec!r} is a Portuguese-English corpus; it has no {source_lang}->{target_lang} "
         "direction (use pt->en or en->pt, or a directory of text files for other languages)"
     )

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import http.client
+import os
+import ssl
 import tarfile
+import urllib.error
 import zlib
 from pathlib import Path
 
 from tf_transformer.data.errors import DataFormatError, DatasetUnavailableError
+from tf_transformer.errors import MissingFileError
 
 DEAD_URL = "http://www.phontron.com/data/qi18naacl-dataset.tar.gz"
 ARCHIVE_URL = (
@@ -18,6 +23,14 @@ ARCHIVE_URL = (
 # The digest TFDS records in ted_hrlr_translate/checksums.tsv (131,005,909 bytes).
 TED_SHA256 = "216a86c3df4d4f522856fe9b920ff5be6b394d769cc88974ae8f9f5546953bbc"
 TARBALL_NAME = "qi18naacl-dataset.tar.gz"
+# What a download that the network broke raises, when Keras does not wrap it (`is_network_error`).
+NETWORK_ERRORS = (
+    ConnectionError,
+    TimeoutError,
+    ssl.SSLError,
+    http.client.HTTPException,
+    urllib.error.URLError,
+)
 
 # File suffix inside datasets/pt_to_en/ for each canonical split, as TFDS's builder reads it:
 # <lang>.train, <lang>.dev (the validation split), <lang>.test.
@@ -49,7 +62,8 @@ def fetch_tarball(url: str, *, cache_dir: str | Path | None = None) -> Path:
     The digest is checked by the caller with `verify_sha256`.
 
     Raises:
-        DatasetUnavailableError: the download failed.
+        DatasetUnavailableError: the download failed: the network (cannot download), or the
+            file could not be written (permission denied, a full disk: the cause and the path).
     """
     import tensorflow as tf
 
@@ -60,12 +74,38 @@ def fetch_tarball(url: str, *, cache_dir: str | Path | None = None) -> Path:
             cache_dir=None if cache_dir is None else str(cache_dir),
             cache_subdir="tf_transformer",
         )
-    except Exception as error:  # Keras raises a bare Exception for a failed fetch
-        raise DatasetUnavailableError(
-            f"cannot download {url}: {' '.join(str(error).split())[:300]}; download "
-            f"{TARBALL_NAME} yourself and pass --tarball PATH"
+    except Exception as error:  # narrowed below: a failure that is neither is a bug, re-raised
+        if is_network_error(error):
+            raise DatasetUnavailableError(
+                f"cannot download {url}: {' '.join(str(error).split())[:300]}; download "
+                f"{TARBALL_NAME} yourself and pass --tarball PATH"
+            ) from error
+        if not isinstance(error, OSError):
+            raise
+        raise DatasetUnavailableError(  # a full disk's write names no file: its folder
+            f"cannot save the download of {url} to {error.filename or download_folder(cache_dir)}"
+            f": {error.strerror or error}; fix that, or download {TARBALL_NAME} yourself and "
+            "pass --tarball PATH"
         ) from error
     return Path(path)
+
+
+def download_folder(cache_dir: str | Path | None) -> Path:
+    """Where `get_file` saves the tarball: `cache_dir` (default: KERAS_HOME, or ~/.keras), or
+    /tmp/.keras where that is not writable (as `get_file` falls back), then tf_transformer/."""
+    base = Path(cache_dir or os.environ.get("KERAS_HOME", "~/.keras")).expanduser()
+    if not os.access(base, os.W_OK):
+        base = Path("/tmp/.keras")
+    return base / "tf_transformer"
+
+
+def is_network_error(error: BaseException) -> bool:
+    """Whether a `get_file` failure is the network's: Keras turns urllib's `URLError` (an
+    HTTP status, no connection) into a bare `Exception` raised while handling it; a connection
+    lost mid-transfer arrives as itself."""
+    if isinstance(error, NETWORK_ERRORS):
+        return True
+    return type(error) is Exception and isinstance(error.__context__, urllib.error.URLError)
 
 
 def _member_text(archive: tarfile.TarFile, member: tarfile.TarInfo) -> list[str]:
@@ -101,7 +141,7 @@ def read_ted_tarball(
         DataFormatError: not a tar archive, or it lacks the split's files or they are misaligned.
     """
     if not Path(path).is_file():
-        raise FileNotFoundError(f"{path}: no such file (expected a copy of {TARBALL_NAME}).")
+        raise MissingFileError(f"{path}: no such file (expected a copy of {TARBALL_NAME}).")
     if sha256 is not None:
         verify_sha256(path, sha256)
     suffix = _SPLIT_SUFFIX[split]

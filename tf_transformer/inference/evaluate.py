@@ -22,6 +22,8 @@ from pathlib import Path
 import sacrebleu
 from tqdm.auto import tqdm
 
+from tf_transformer.errors import InvalidValueError
+
 # "don ' t": what tokenizers wrote before they re-attached clitics.
 _SPACED_CLITIC = re.compile(r"(\w) ' (s|t|re|ve|ll|d|m)\b")
 _DOUBLE_QUOTE = re.compile(r'"')
@@ -124,7 +126,7 @@ def score(
       ted: put hypotheses in TED style (see `ted_style`); None detects it from the references.
     """
     if len(hypotheses) != len(references):
-        raise ValueError(
+        raise InvalidValueError(
             f"{len(hypotheses)} hypotheses for {len(references)} references; they must align."
         )
     ted = looks_ted_style(references) if ted is None else ted
@@ -157,7 +159,7 @@ def translate_all(
 ) -> list[str]:
     """Translates `sources` in batches of similar length (less padding), in the original order."""
     if batch_size < 1:
-        raise ValueError(f"batch_size must be positive, got {batch_size}.")
+        raise InvalidValueError(f"batch_size must be positive, got {batch_size}.")
     order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
     outputs: list[str] = [""] * len(sources)
     bar = tqdm(total=len(sources), desc="translating", unit="sent", disable=not progress)

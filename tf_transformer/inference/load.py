@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tf_transformer.config import DecodeConfig
+from tf_transformer.errors import InvalidValueError, MissingFileError
 from tf_transformer.text.document import TranslatesDocuments
 
 # (cross-attention weights (heads, tgt_len, src_len), source wordpieces, target wordpieces)
@@ -95,14 +96,14 @@ class _Exported(TranslatesDocuments):
         beam_size = changes.pop("beam_size", None)
         known = exported or {}
         if jit_compile and not known.get("jit_compile"):
-            raise ValueError(
+            raise InvalidValueError(
                 f"{where} decodes as it was exported; XLA is chosen at export time: "
                 "`tf-transformer export RUN_DIR --jit-compile`."
             )
         exported_beam = known.get("beam_size")
         if beam_size not in (None, 1, exported_beam):
             beams = f"beam {exported_beam} or" if exported_beam else "its export's beam size or"
-            raise ValueError(
+            raise InvalidValueError(
                 f"{where} decodes with {beams} greedily (--beam-size 1); beam size {beam_size} "
                 f"needs a new export (`tf-transformer export RUN_DIR --beam-size {beam_size}`) "
                 "or the run directory."
@@ -110,7 +111,7 @@ class _Exported(TranslatesDocuments):
         for name, value in changes.items():
             if value != known.get(name):
                 flag = "--" + name.replace("_", "-")
-                raise ValueError(
+                raise InvalidValueError(
                     f"{where} decodes as it was exported ({name}="
                     f"{known.get(name, 'as exported')}); {flag} {value} needs a new export "
                     "or the run directory."
@@ -165,7 +166,7 @@ class ServerTranslator(_Exported):
         return self.client.translate(list(sentences))
 
     def attention(self, sentence: str) -> Attention:
-        raise ValueError(
+        raise InvalidValueError(
             "attention plots need the model itself: open the run directory or the exported "
             "SavedModel instead of the server."
         )
@@ -179,7 +180,6 @@ def open_translator(
     jit_compile: bool = False,
     model_name: str = "transformer",
     batch_size: int = 32,
-    **deprecated,
 ) -> TextTranslator:
     """Opens a translator on a run directory, a SavedModel, a LiteRT export or a TF Serving URL.
 
@@ -196,8 +196,6 @@ def open_translator(
         have been exported with `--jit-compile`.
       model_name: the served model's name (servers only).
       batch_size: sentences per request (servers only).
-      **deprecated: `beam_size=`, `length_penalty=`, `max_source_tokens=`, `max_new_tokens=`,
-        the old spellings of `config`'s fields (each says once that it is deprecated).
 
     Returns:
       An object with `.translate(list[str]) -> list[str]`, `.translate_document(str) -> str`
@@ -207,11 +205,11 @@ def open_translator(
       ValueError: a setting the backend cannot honour, or a bad value.
       FileNotFoundError: `source` is neither a run directory nor a SavedModel.
     """
-    config = DecodeConfig.with_keywords(config, "open_translator", deprecated)
+    config = config or DecodeConfig()
     text = str(source)
     if text.startswith(("http://", "https://", "grpc://")):
         if checkpoint is not None:
-            raise ValueError("--checkpoint is for run directories; a server has one model.")
+            raise InvalidValueError("--checkpoint is for run directories; a server has one model.")
         return ServerTranslator(text, model_name, config, batch_size)
     path = Path(source)
     from tf_transformer.inference.litert.runtime import LiteRTTranslator, litert_version
@@ -219,7 +217,7 @@ def open_translator(
     litert_dir = litert_version(path)
     if litert_dir is not None:
         if checkpoint is not None or jit_compile:
-            raise ValueError(
+            raise InvalidValueError(
                 f"{litert_dir} is a LiteRT export with one set of weights: --checkpoint and "
                 "--jit-compile are for run directories."
             )
@@ -227,11 +225,11 @@ def open_translator(
     version_dir = saved_model_version(path)
     if version_dir is not None:
         if checkpoint is not None:
-            raise ValueError(
+            raise InvalidValueError(
                 f"{version_dir} is an exported SavedModel with one set of weights; --checkpoint "
                 "is for run directories."
             )
         return SavedModelTranslator(version_dir, config, jit_compile)
     if not path.is_dir():
-        raise FileNotFoundError(f"{path} is neither a run directory nor an exported SavedModel.")
+        raise MissingFileError(f"{path} is neither a run directory nor an exported SavedModel.")
     return RunTranslator(path, config, checkpoint, jit_compile)

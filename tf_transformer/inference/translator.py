@@ -8,6 +8,7 @@ from typing import Any
 import tensorflow as tf
 
 from tf_transformer.config import DecodeConfig
+from tf_transformer.errors import InvalidValueError
 from tf_transformer.inference.decoding.cached_decode import make_decode_fn
 from tf_transformer.text.special_tokens import END_ID, START_ID
 
@@ -34,7 +35,7 @@ def validate_utf8(sentences: Any) -> tf.Tensor:
             else:
                 encoded.append(str(sentence).encode("utf-8"))
         except UnicodeError as error:
-            raise ValueError(f"Sentence {index} is not valid UTF-8: {error}.") from None
+            raise InvalidValueError(f"Sentence {index} is not valid UTF-8: {error}.") from None
     return tf.constant(encoded, tf.string, shape=[len(encoded)])
 
 
@@ -52,8 +53,6 @@ class Translator(tf.Module):
         fields left at None take `DecodeConfig`'s defaults, the caps `min(128,
         model.config.max_length)`); kept resolved as `self.config`.
       jit_compile: XLA-compile the decoding loop (recompiles per input shape).
-      **deprecated: `beam_size=`, `length_penalty=`, `max_source_tokens=`, `max_new_tokens=`,
-        the old spellings of `config`'s fields (each says once that it is deprecated).
 
     Example:
       >>> translator = Translator(tokenizers, model, DecodeConfig(beam_size=4))
@@ -69,11 +68,9 @@ class Translator(tf.Module):
         *,
         jit_compile: bool = False,
         name: str | None = None,
-        **deprecated,
     ):
         super().__init__(name=name)
-        config = DecodeConfig.with_keywords(config, "Translator", deprecated)
-        self.config = config.resolved(model.config.max_length)
+        self.config = (config or DecodeConfig()).resolved(model.config.max_length)
         self.tokenizers = tokenizers
         self.model = model
         self.jit_compile = jit_compile
@@ -99,18 +96,15 @@ class Translator(tf.Module):
             return self.config
         return self.config.replace(**config.given()).resolved(self.model.config.max_length)
 
-    def graph_fn(self, config: DecodeConfig | None = None, **deprecated):
+    def graph_fn(self, config: DecodeConfig | None = None):
         """The `tf.function` `sentences tf.string (batch,) -> dict` for the decoding `config`
-        (the fields it sets change this Translator's `config`; `beam_size=`, `length_penalty=`:
-        deprecated spellings).
+        (the fields it sets change this Translator's `config`).
 
         It has a fixed input signature (`STRINGS`), so it can go into a SavedModel as is.
         Returns a dict: `"text"` `tf.string (batch,)`, `"ids"` int64 `(batch, len)` (START first,
         PAD after END), `"scores"` and `"log_probs"` float32 `(batch,)`, `"lengths"` int32.
         """
-        config = self.decoding(
-            DecodeConfig.with_keywords(config, "Translator.graph_fn", deprecated)
-        )
+        config = self.decoding(config)
         if config not in self._functions:
             decode = make_decode_fn(
                 self.model,
@@ -149,15 +143,13 @@ class Translator(tf.Module):
         config: DecodeConfig | None = None,
         *,
         return_attention: bool = False,
-        **deprecated,
     ) -> dict[str, Any]:
         """Translates a batch (or one sentence); the Python entry point.
 
         Args:
           sentences: a string, bytes, a list of them, or a string tensor `(batch,)`.
           config: a `DecodeConfig` whose set fields change the Translator's for this call
-            (e.g. `DecodeConfig(beam_size=1)`: greedy); `beam_size=`, `length_penalty=`: its
-            deprecated spellings.
+            (e.g. `DecodeConfig(beam_size=1)`: greedy).
           return_attention: also return, for the first sentence, `"attention"` float32
             `(heads, tgt_len, src_len)` (last decoder layer's cross-attention),
             `"src_tokens"` and `"tgt_tokens"` (lists of wordpieces labelling its axes).
@@ -169,9 +161,7 @@ class Translator(tf.Module):
           ValueError: a sentence is not valid UTF-8.
         """
         sentences = validate_utf8(sentences)
-        config = self.decoding(
-            DecodeConfig.with_keywords(config, "Translator.translate", deprecated)
-        )
+        config = self.decoding(config)
         result = self.graph_fn(config)(sentences)
         if return_attention:
             result.update(self.attention(sentences[:1], result["ids"][:1]))
@@ -180,13 +170,13 @@ class Translator(tf.Module):
     __call__ = translate
 
     def translate_batch(
-        self, sentences: list[str], config: DecodeConfig | None = None, **kwargs
+        self, sentences: list[str], config: DecodeConfig | None = None
     ) -> list[str]:
-        """Python strings in, Python strings out (e.g. for `evaluate`); `config` and `kwargs`
-        as in `translate`."""
+        """Python strings in, Python strings out (e.g. for `evaluate`); `config` as in
+        `translate`."""
         if not sentences:
             return []
-        texts = self.translate(sentences, config, **kwargs)["text"].numpy()
+        texts = self.translate(sentences, config)["text"].numpy()
         return [text.decode("utf-8") for text in texts]
 
     def translate_document(self, text: str, *, language: str = "pt", batch_size: int = 32) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from tf_transformer.errors import InvalidValueError
 from tf_transformer.layers.cache_layout import CacheLayout
 from tf_transformer.masks import mask_to_bias
 
@@ -148,7 +149,9 @@ class MultiHeadAttention(tf.keras.layers.Layer):
     def __init__(self, *, d_model: int, num_heads: int, attention_dropout: float = 0.0, **kwargs):
         super().__init__(**kwargs)
         if d_model % num_heads:
-            raise ValueError(f"d_model ({d_model}) must be divisible by num_heads ({num_heads}).")
+            raise InvalidValueError(
+                f"d_model ({d_model}) must be divisible by num_heads ({num_heads})."
+            )
         self.d_model = d_model
         self.num_heads = num_heads
         self.attention_dropout = attention_dropout

@@ -7,6 +7,8 @@ import math
 import numpy as np
 import tensorflow as tf
 
+from tf_transformer.errors import InvalidValueError
+
 LAYOUTS = ("interleaved", "concat")
 
 
@@ -28,9 +30,9 @@ def positional_encoding(length: int, depth: int, layout: str = "interleaved") ->
       float32 `(length, depth)`.
     """
     if depth % 2:
-        raise ValueError(f"depth must be even for the sinusoid table, got {depth}.")
+        raise InvalidValueError(f"depth must be even for the sinusoid table, got {depth}.")
     if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}.")
+        raise InvalidValueError(f"layout must be one of {LAYOUTS}, got {layout!r}.")
     positions = np.arange(length, dtype=np.float64)[:, np.newaxis]  # (length, 1)
     rates = 1.0 / np.power(10000.0, np.arange(0, depth, 2, dtype=np.float64) / depth)
     angles = positions * rates[np.newaxis, :]  # (length, depth / 2)

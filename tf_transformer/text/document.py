@@ -15,6 +15,8 @@ import functools
 import re
 from collections.abc import Callable
 
+from tf_transformer.errors import InvalidValueError
+
 
 @functools.cache
 def _splitter(language: str):
@@ -24,7 +26,7 @@ def _splitter(language: str):
     try:
         return SentenceSplitter(language=code)
     except SentenceSplitterException:
-        raise ValueError(
+        raise InvalidValueError(
             f"no sentence splitter for language {language!r} (sentence-splitter knows ca, cs, "
             "da, de, el, en, es, fi, fr, hu, is, it, lt, lv, nl, no, pl, pt, ro, ru, sk, sl, "
             "sv, tr)"
@@ -67,7 +69,7 @@ class Layout:
     def assemble(self, translations: list[str]) -> str:
         """The document with each sentence replaced by its translation (in order)."""
         if len(translations) != len(self.sentences):
-            raise ValueError(
+            raise InvalidValueError(
                 f"{len(translations)} translations for {len(self.sentences)} sentences."
             )
         parts = [self.gaps[0]]

@@ -8,6 +8,7 @@ from pathlib import Path
 import tensorflow as tf
 import tensorflow_text as text
 
+from tf_transformer.errors import InvalidValueError
 from tf_transformer.text.detokenize import attach_punctuation
 from tf_transformer.text.special_tokens import END_ID, PAD_ID, RESERVED_TOKENS, START_ID
 from tf_transformer.text.truecase import FirstWordTruecaser, capitalize_first_letter
@@ -59,7 +60,7 @@ class LanguageTokenizer(tf.Module):
         self._vocab_path = tf.saved_model.Asset(vocab_path)
         vocab = Path(vocab_path).read_text(encoding="utf-8").splitlines()
         if vocab[: len(self._reserved_tokens)] != self._reserved_tokens:
-            raise ValueError(f"{vocab_path} does not start with {self._reserved_tokens}")
+            raise InvalidValueError(f"{vocab_path} does not start with {self._reserved_tokens}")
         self.vocab = tf.Variable(vocab, trainable=False)
         self.lower_case = tf.Variable(bool(lower_case), trainable=False, name="lower_case")
 

@@ -22,6 +22,7 @@ from tf_transformer.checkpoint_files import (
     report_fallback,
     torn_note,
 )
+from tf_transformer.errors import InvalidValueError
 from tf_transformer.weights import model_checkpoint
 
 
@@ -248,7 +249,7 @@ def average_checkpoints(
     torn = {path: torn_note(path) for path in checkpoint_paths}
     checkpoint_paths = [path for path, note in torn.items() if note is None]
     if not checkpoint_paths:
-        raise ValueError("No checkpoints to average.")
+        raise InvalidValueError("No checkpoints to average.")
     report_fallback([n for n in torn.values() if n], f"averaging the other {len(checkpoint_paths)}")
     model = model_fn()
     checkpoint = model_checkpoint(model)
@@ -262,10 +263,3 @@ def average_checkpoints(
         variable.assign((total / len(checkpoint_paths)).astype(dtype))
     # A new number each time: the previous average stays until this one is whole.
     return save_model_checkpoint(model, output_dir, 1)
-
-
-def __getattr__(name: str):
-    # `StopSignal` moved to `training.policies.stop_signal`.
-    from tf_transformer.moved import moved_name
-
-    return moved_name(__name__, name)

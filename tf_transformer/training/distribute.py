@@ -26,6 +26,8 @@ import os
 
 import tensorflow as tf
 
+from tf_transformer.errors import InvalidValueError
+
 
 def get_strategy(name: str = "default") -> tf.distribute.Strategy:
     """The strategy named by `TrainConfig.strategy`.
@@ -53,7 +55,7 @@ def get_strategy(name: str = "default") -> tf.distribute.Strategy:
     if name == "multiworker":
         cluster_and_task()  # refuses a missing or malformed TF_CONFIG in one line
         return tf.distribute.MultiWorkerMirroredStrategy()
-    raise ValueError(f"Unknown strategy {name!r}; choose default, mirrored or multiworker.")
+    raise InvalidValueError(f"Unknown strategy {name!r}; choose default, mirrored or multiworker.")
 
 
 def cluster_and_task() -> tuple[dict, dict]:
@@ -64,14 +66,14 @@ def cluster_and_task() -> tuple[dict, dict]:
     """
     tf_config = os.environ.get("TF_CONFIG")
     if not tf_config:
-        raise ValueError("--strategy multiworker needs the TF_CONFIG environment variable.")
+        raise InvalidValueError("--strategy multiworker needs the TF_CONFIG environment variable.")
     try:
         config = json.loads(tf_config)
         cluster, task = config["cluster"], config.get("task", {})
         task_type, index = task["type"], int(task["index"])
         cluster[task_type][index]
     except (ValueError, KeyError, TypeError, IndexError):
-        raise ValueError(
+        raise InvalidValueError(
             "TF_CONFIG is not JSON with a 'cluster' entry and this process's 'task' "
             '(e.g. {"cluster": {"worker": ["host0:port", "host1:port"]}, '
             '"task": {"type": "worker", "index": 0}}).'

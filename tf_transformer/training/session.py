@@ -13,7 +13,7 @@ from pathlib import Path
 import tensorflow as tf
 
 from tf_transformer.config import ModelConfig, TrainConfig
-from tf_transformer.errors import TransformerError
+from tf_transformer.errors import InvalidValueError, TransformerError
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training.checkpoints import make_checkpoint_manager
 from tf_transformer.training.distribute import Workers, describe_lost_worker, get_strategy
@@ -55,7 +55,7 @@ def write_run_config(
     previous = config.get("model")
     changed = previous is not None and ModelConfig.from_dict(previous) != model_config
     if changed and tf.train.latest_checkpoint(str(run.checkpoints_path)):
-        raise ValueError(
+        raise InvalidValueError(
             f"{run.root} holds checkpoints of another model configuration; use a new "
             "--run-dir or --overwrite."
         )

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import tensorflow as tf
 
 from tf_transformer.config import DecodeConfig, TrainConfig
+from tf_transformer.errors import InvalidValueError
 from tf_transformer.inference.evaluate import Scores, evaluate
 from tf_transformer.inference.translator import Translator
 from tf_transformer.run_dir import RunDir
@@ -73,7 +74,7 @@ class Validator:
         name: str = "dev",
     ):
         if not pairs or not all(others.values() if others else [True]):
-            raise ValueError("No validation pairs to evaluate on.")
+            raise InvalidValueError("No validation pairs to evaluate on.")
         self.others = {key: list(value) for key, value in (others or {}).items()}
         self.name = name
         self.pairs = list(pairs)

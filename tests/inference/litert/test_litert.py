@@ -130,6 +130,53 @@ def test_a_missing_or_torn_file_is_one_error_line(exports, tmp_path, capsys, dam
     assert ("is missing" if damage == "missing" else "is damaged") in error
 
 
+def test_an_unreadable_file_says_so_and_a_damaged_one_says_export_again(
+    exports, tmp_path, capsys, monkeypatch
+):
+    folder = tmp_path / "1"
+    shutil.copytree(exports["none"], folder)
+    metadata = folder / "litert.json"
+    read_bytes = Path.read_bytes
+
+    def denied(path):
+        if path == metadata:
+            raise PermissionError(13, "Permission denied", str(path))
+        return read_bytes(path)
+
+    monkeypatch.setattr(Path, "read_bytes", denied)
+    assert cli.main(["translate", str(folder), "o gato ."]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and f"cannot read {metadata}: Permission denied" in error
+    assert "export the run again" not in error  # the export is not at fault
+    monkeypatch.undo()
+    metadata.write_text("{not json")
+    assert cli.main(["translate", str(folder), "o gato ."]) == 2
+    error = capsys.readouterr().err
+    assert f"{metadata} is unreadable (JSONDecodeError): export the run again" in error
+
+
+def test_without_the_private_invoke_the_public_one_gives_the_same_ids(exports, monkeypatch):
+    from tf_transformer.inference.litert import runtime
+
+    fast = LiteRTTranslator(exports["none"], DecodeConfig(max_new_tokens=6))
+    assert fast.step.raw_invoke  # ai-edge-litert 2.3 (constraints.txt) has it
+    monkeypatch.setattr(runtime, "has_raw_invoke", lambda interpreter: False)
+    calls = collections.Counter()
+    invoke = Interpreter.invoke
+
+    def counted(interpreter):
+        calls["invoke"] += 1
+        return invoke(interpreter)  # raises while a view into the buffers is alive
+
+    monkeypatch.setattr(Interpreter, "invoke", counted)
+    public = LiteRTTranslator(exports["none"], DecodeConfig(max_new_tokens=6))
+    assert not public.step.raw_invoke and not public.encoder.raw_invoke
+    src = source_batch(fast)
+    for beam_size in (1, 3):
+        assert public.decode(src, beam_size).tolist() == fast.decode(src, beam_size).tolist()
+    assert calls["invoke"] >= 4  # each decode: the encoder and at least one step
+
+
 def test_cli_export_writes_versions_and_translate_reads_them(tmp_path, capsys):
     base = tmp_path / "tiny-litert"
     run = str(tiny_run_dir().root)

@@ -1,4 +1,4 @@
-"""What a resumed run may change (`training.resume`), the same from Python and the CLI."""
+"""What a resumed run may change (`training.start.resume`), the same from Python and the CLI."""
 
 import shutil
 from pathlib import Path

@@ -215,11 +215,11 @@ def test_fit_schedule_counts_updates():
     assert fit_optimizer(MODEL.d_model, TRAIN).gradient_accumulation_steps is None
 
 
-def test_accumulate_flag_sets_accumulate_steps():
+def test_accumulate_steps_flag_sets_accumulate_steps():
     from tf_transformer.cli import build_parser
     from tf_transformer.commands.train import configs_from_args
 
-    args = build_parser().parse_args(["train", "--preset", "tiny", "--accumulate", "4"])
+    args = build_parser().parse_args(["train", "--preset", "tiny", "--accumulate-steps", "4"])
     assert configs_from_args(args)[1].accumulate_steps == 4
     args = build_parser().parse_args(["train", "--preset", "tiny"])
     assert configs_from_args(args)[1].accumulate_steps == 1

@@ -36,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 
 from tf_transformer.data.sample import lexicon as lex
+from tf_transformer.errors import InvalidValueError
 
 MOODS = ("statement", "negative", "question")
 
@@ -102,7 +103,9 @@ def _noun_phrase(phrase: NounPhrase) -> tuple[list[str], list[str], str]:
         en.insert(0, lex.ADJECTIVES[phrase.adjective].en)
     if phrase.possessor is not None:
         if phrase.determiner != "o":
-            raise ValueError(f"a possessor needs the determiner 'o', got {phrase.determiner!r}")
+            raise InvalidValueError(
+                f"a possessor needs the determiner 'o', got {phrase.determiner!r}"
+            )
         owner = lex.NOUNS[phrase.possessor]
         article = lex.DETERMINERS["o"].forms[_slot(phrase.possessor_plural, owner.gender)]
         pt += [
@@ -145,7 +148,7 @@ def realize(sentence: Sentence) -> tuple[str, str]:
         subject_pt, subject_en = [sentence.subject], [subject_en_word]
         gender = "f" if sentence.subject in ("ela", "elas") else "m"
     if sentence.verb not in lex.VERBS or sentence.mood not in MOODS:
-        raise ValueError(f"unknown verb {sentence.verb!r} or mood {sentence.mood!r}")
+        raise InvalidValueError(f"unknown verb {sentence.verb!r} or mood {sentence.mood!r}")
     verb = lex.VERBS[sentence.verb]
     past = sentence.past or verb.present[slot] == verb.past[slot]
     forms = verb.past if past else verb.present

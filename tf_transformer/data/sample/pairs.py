@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from tf_transformer.data.sample import lexicon as lex
 from tf_transformer.data.sample.grammar import NounPhrase, Sentence, realize
 from tf_transformer.data.sample.written_style import written_pair
+from tf_transformer.errors import InvalidValueError
 
 SPLIT_SIZES = {"train": 20000, "dev": 1000, "test": 1000}
 _SPLIT_NAMES = {"train": "train", "dev": "dev", "validation": "dev", "val": "dev", "test": "test"}
@@ -143,15 +144,15 @@ def sample_pairs(
         ValueError: for an unknown split name or style, or a size out of range.
     """
     if style not in STYLES:
-        raise ValueError(f"unknown style {style!r}; expected one of {STYLES}")
+        raise InvalidValueError(f"unknown style {style!r}; expected one of {STYLES}")
     if split not in _SPLIT_NAMES:
-        raise ValueError(f"unknown split {split!r}; expected one of {sorted(_SPLIT_NAMES)}")
+        raise InvalidValueError(f"unknown split {split!r}; expected one of {sorted(_SPLIT_NAMES)}")
     name = _SPLIT_NAMES[split]
     full = SPLIT_SIZES[name]
     if size is None:
         size = full
     if not 0 <= size <= full:
-        raise ValueError(f"size must be between 0 and {full} for split {name!r}, got {size}")
+        raise InvalidValueError(f"size must be between 0 and {full} for split {name!r}, got {size}")
     start = {
         "train": 0,
         "dev": SPLIT_SIZES["train"],

@@ -13,6 +13,7 @@ from typing import Any
 import tensorflow as tf
 
 from tf_transformer.config import DecodeConfig
+from tf_transformer.errors import InvalidValueError
 from tf_transformer.inference.decoding.beam import beam_search
 from tf_transformer.inference.decoding.greedy import greedy_decode
 from tf_transformer.inference.decoding.search import (
@@ -61,7 +62,7 @@ def model_logits_fn(
       prepared once (fused q/k/v, cast), and the layout's tables are closed over.
     """
     if max_new_tokens > model.config.max_length:
-        raise ValueError(
+        raise InvalidValueError(
             f"max_new_tokens {max_new_tokens} exceeds the model's positional table "
             f"(max_length {model.config.max_length})."
         )

@@ -20,7 +20,7 @@ The cache is either
   (what is the same for every beam of a sentence, e.g. cross-attention keys/values and the
   source mask, with `batch` rows, or constants of any shape) is never tiled, reordered or
   copied, and `logits_fn` returns it unchanged. Such a `logits_fn` knows how many beams share a
-  sentence (it was built for `beam_size`; see `decoding.model_logits_fn`) and must be driven
+  sentence (it was built for `beam_size`; see `cached_decode.model_logits_fn`) and must be driven
   with that many.
 
 `tf_transformer.inference.decoding.cached_decode` builds the function from a `Transformer`.

@@ -51,6 +51,7 @@ from pathlib import Path
 import tensorflow as tf
 
 from tf_transformer.config import DecodeConfig
+from tf_transformer.errors import InvalidValueError
 from tf_transformer.inference.serving.ctranslate2_export import vocabulary
 from tf_transformer.inference.serving.versions import check_version, write_version
 from tf_transformer.layers.litert_layout import LiteRTLayout
@@ -125,7 +126,9 @@ def convert(concrete_function, model, quantization: str = "none") -> bytes:
     """A concrete function as a LiteRT flatbuffer: builtin ops, weights frozen; `"int8"`:
     dynamic-range quantization."""
     if quantization not in QUANTIZATIONS:
-        raise ValueError(f"quantization must be one of {QUANTIZATIONS}, got {quantization!r}.")
+        raise InvalidValueError(
+            f"quantization must be one of {QUANTIZATIONS}, got {quantization!r}."
+        )
     converter = tf.lite.TFLiteConverter.from_concrete_functions([concrete_function], model)
     converter.experimental_lower_to_saved_model = False  # freeze the weights (module docstring)
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
@@ -185,7 +188,9 @@ def export_litert(
         The version folder.
     """
     if quantization not in QUANTIZATIONS:
-        raise ValueError(f"quantization must be one of {QUANTIZATIONS}, got {quantization!r}.")
+        raise InvalidValueError(
+            f"quantization must be one of {QUANTIZATIONS}, got {quantization!r}."
+        )
     check_version(base_dir, version)
     config = (config or DecodeConfig()).resolved(model.config.max_length)
     model.build()

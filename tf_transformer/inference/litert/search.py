@@ -1,9 +1,10 @@
 """Greedy and beam search in numpy over a one-step function: the LiteRT runtime's searches.
 
-The policies of `inference.greedy` and `inference.beam_search` (START first, PAD never chosen,
-the GNMT length penalty over each beam's best `beam` tokens, finished beams carrying on with PAD
-at no cost, ties to the lower index), written small for numpy and tested against the TensorFlow
-decoder: the ids are equal, greedy and beam (tests/inference/litert/test_litert.py).
+The policies of `inference.decoding.greedy` and `inference.decoding.beam` (START first, PAD
+never chosen, the GNMT length penalty over each beam's best `beam` tokens, finished beams
+carrying on with PAD at no cost, ties to the lower index), written small for numpy and tested
+against the TensorFlow decoder: the ids are equal, greedy and beam
+(tests/inference/litert/test_litert.py).
 """
 
 from __future__ import annotations

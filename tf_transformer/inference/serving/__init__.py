@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 from tf_transformer.inference.serving.client import BatchingClient
-from tf_transformer.moved import moved_name
 
 
 def serving_client(url: str, model_name: str, **settings) -> BatchingClient:
@@ -21,8 +20,3 @@ def serving_client(url: str, model_name: str, **settings) -> BatchingClient:
     from tf_transformer.inference.serving.rest_client import ServingClient
 
     return ServingClient(url, model_name, **settings)
-
-
-def __getattr__(name: str):
-    # `tf_transformer.inference.serving` was the REST client's module.
-    return moved_name(__name__, name)

@@ -7,7 +7,7 @@ from typing import Any
 
 from typing_extensions import Self  # typing.Self needs Python 3.11
 
-from tf_transformer.errors import TransformerError
+from tf_transformer.errors import InvalidValueError, TransformerError
 
 
 class ServingError(TransformerError):
@@ -60,7 +60,7 @@ class BatchingClient:
         batch_size: int = 32,
     ):
         if batch_size < 1:
-            raise ValueError(f"batch_size must be positive, got {batch_size}.")
+            raise InvalidValueError(f"batch_size must be positive, got {batch_size}.")
         self.model_name = model_name
         self.version = version
         self.signature = signature

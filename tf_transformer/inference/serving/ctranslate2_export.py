@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from tf_transformer.atomic_files import write_directory
+from tf_transformer.errors import InvalidValueError, PathExistsError
 from tf_transformer.text.special_tokens import RESERVED_TOKENS
 
 PAD_TOKEN, UNK_TOKEN, START_TOKEN, END_TOKEN = RESERVED_TOKENS
@@ -84,7 +85,7 @@ def export_ctranslate2(
     """
     output_dir = Path(output_dir)
     if output_dir.exists():
-        raise FileExistsError(f"{output_dir} exists; a CTranslate2 export is never overwritten.")
+        raise PathExistsError(f"{output_dir} exists; a CTranslate2 export is never overwritten.")
     from ctranslate2.converters.converter import Converter  # optional dependency
 
     if isinstance(source, tuple):
@@ -125,7 +126,7 @@ def transformer_spec(model, source_vocab: list[str], target_vocab: list[str]):
         ("target", target_vocab, config.target_vocab_size),
     ):
         if len(vocab) != size or tuple(vocab[: len(RESERVED_TOKENS)]) != RESERVED_TOKENS:
-            raise ValueError(
+            raise InvalidValueError(
                 f"The {name} vocabulary ({len(vocab)} tokens, starting {vocab[:4]}) does not "
                 f"match the model ({size} tokens starting {list(RESERVED_TOKENS)})."
             )

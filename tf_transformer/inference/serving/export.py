@@ -15,7 +15,6 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import types
 from pathlib import Path
@@ -23,6 +22,7 @@ from pathlib import Path
 import tensorflow as tf
 
 from tf_transformer.config import DecodeConfig
+from tf_transformer.errors import InvalidValueError
 from tf_transformer.inference.decoding.cached_decode import SRC_LENGTH_BUCKET
 from tf_transformer.inference.serving.signatures import (
     SENTENCE,
@@ -44,7 +44,6 @@ DECODING_FILE = "assets.extra/tf_transformer_decoding.json"
 # Batch sizes an XLA export's warm-up compiles (each source bucket, serving_default and greedy);
 # a request of another size is padded to the next power of two, compiled on first use if above.
 DEFAULT_WARMUP_BATCH_SIZES = (1, 2, 4, 8, 16, 32)
-DECODE_FIELDS = tuple(field.name for field in dataclasses.fields(DecodeConfig))
 
 
 class ExportModule(tf.Module):
@@ -59,8 +58,6 @@ class ExportModule(tf.Module):
         jit_compile: decode with XLA (docs/serving.md); False: graph mode.
         warmup_batch_sizes: batch sizes (powers of two) the warm-up requests of an XLA export
             cover, each with every source bucket.
-        **deprecated: `beam_size=`, `length_penalty=`, `max_source_tokens=`, `max_new_tokens=`,
-            the old spellings of `config`'s fields (each says once that it is deprecated).
     """
 
     def __init__(
@@ -71,15 +68,13 @@ class ExportModule(tf.Module):
         *,
         jit_compile: bool = False,
         warmup_batch_sizes: tuple[int, ...] = DEFAULT_WARMUP_BATCH_SIZES,
-        **deprecated,
     ):
         from tf_transformer.inference.translator import Translator
 
         super().__init__(name="transformer_export")
         bad = [n for n in warmup_batch_sizes if n < 1 or n & (n - 1)]
         if bad:
-            raise ValueError(f"warm-up batch sizes must be powers of two, got {bad}.")
-        config = DecodeConfig.with_keywords(config, "ExportModule", deprecated)
+            raise InvalidValueError(f"warm-up batch sizes must be powers of two, got {bad}.")
         translator = Translator(tokenizers, model, config, jit_compile=jit_compile)
         # The Translator and the Keras model stay outside the tracked object graph: the
         # Translator caches its tf.functions in a dict with tuple keys (SavedModel cannot save
@@ -219,13 +214,12 @@ def export_saved_model(
     jit_compile: bool = False,
     warmup_batch_sizes: tuple[int, ...] = DEFAULT_WARMUP_BATCH_SIZES,
     check_ops: bool = True,
-    **deprecated,
 ) -> Path:
     """Exports `model` with `tokenizers` as version `version` of the model at `base_dir`.
 
     Args:
         tokenizers, model, config: as in `ExportModule`.
-        jit_compile, warmup_batch_sizes, **deprecated: as in `ExportModule`.
+        jit_compile, warmup_batch_sizes: as in `ExportModule`.
         base_dir: TF Serving's model base path, e.g. ``saved_models/transformer``.
         version: a positive integer; None for the next free one.
         check_ops: refuse (ValueError, nothing written) a graph with ops a stock TF Serving
@@ -240,7 +234,7 @@ def export_saved_model(
     module = ExportModule(
         tokenizers,
         model,
-        DecodeConfig.with_keywords(config, "export_saved_model", deprecated),
+        config,
         jit_compile=jit_compile,
         warmup_batch_sizes=warmup_batch_sizes,
     )
@@ -263,8 +257,7 @@ def export_run_dir(
         version: a positive integer; None for the next free one.
         checkpoint: "best", "averaged", "latest" or a prefix; None: best, else averaged, else
             latest (`RunDir.checkpoint`, which `RunDir.load_model` reads).
-        **options: `config`, `jit_compile`, `warmup_batch_sizes`, `check_ops` (and the
-            deprecated `beam_size`, `length_penalty`, `max_source_tokens`, `max_new_tokens`).
+        **options: `config`, `jit_compile`, `warmup_batch_sizes`, `check_ops`.
     """
     from tf_transformer.run_dir import RunDir
 
@@ -272,10 +265,6 @@ def export_run_dir(
     run.read_config()  # a clear error for a directory that is not a run
     # User errors before the slow part.
     check_version(base_dir, version)
-    keywords = {name: options.pop(name) for name in DECODE_FIELDS if name in options}
-    options["config"] = DecodeConfig.with_keywords(
-        options.get("config"), "export_run_dir", keywords
-    )
     tokenizers = run.load_tokenizers()
     model = run.load_model(checkpoint)
     return export_saved_model(tokenizers, model, base_dir, version=version, **options)

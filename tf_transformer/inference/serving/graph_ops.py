@@ -21,6 +21,8 @@ from tensorflow.core.framework import op_def_pb2
 from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow.python.client import pywrap_tf_session
 
+from tf_transformer.errors import InvalidValueError
+
 # TF Text ops that a SavedModel may use and still load in TF Serving 2.12 or later: each was in
 # TF Text 2.12 (and long before), which TF Serving 2.12–2.19 bundle. Newer ops, e.g.
 # RoundRobinTrim (TF Text 2.16), are "not registered" in those servers. Extend with care.
@@ -116,7 +118,7 @@ def check_serving_ops(saved_model_dir: str | Path) -> dict[str, list[str]]:
     classes = classify_ops(graph_ops(saved_model_dir))
     recent = sorted(set(classes["text"]) - LONG_STANDING_TEXT_OPS)
     if classes["other"] or recent:
-        raise ValueError(
+        raise InvalidValueError(
             f"{saved_model_dir} uses ops a stock TF Serving may not register: "
             f"unknown {classes['other']}, TF Text ops outside the long-standing list {recent}."
         )

@@ -21,6 +21,7 @@ import grpc
 import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
+from tf_transformer.errors import InvalidValueError
 from tf_transformer.inference.serving.client import BatchingClient, ServingError
 from tf_transformer.inference.serving.rest_client import INPUT_NAME, make_response
 
@@ -34,7 +35,7 @@ def grpc_target(url: str) -> str:
     """``grpc://host:8500`` (or ``host:8500``) -> ``host:8500``, the channel's target."""
     target = url.removeprefix(SCHEME).rstrip("/")
     if not target or "/" in target or "://" in target:
-        raise ValueError(f"A gRPC server address is grpc://HOST:PORT, got {url!r}.")
+        raise InvalidValueError(f"A gRPC server address is grpc://HOST:PORT, got {url!r}.")
     return target
 
 

@@ -31,6 +31,7 @@ from typing import Any
 
 import requests
 
+from tf_transformer.errors import InvalidValueError
 from tf_transformer.inference.serving.client import BatchingClient, ServingError
 
 INPUT_NAME = "sentences"
@@ -59,7 +60,7 @@ def make_request(
         A JSON-serialisable dict.
     """
     if form not in FORMS:
-        raise ValueError(f"form must be one of {FORMS}, got {form!r}.")
+        raise InvalidValueError(f"form must be one of {FORMS}, got {form!r}.")
     sentences = [str(s) for s in sentences]
     if form == "instances":
         return {"signature_name": signature, "instances": sentences}
@@ -76,27 +77,27 @@ def parse_request(payload: Any) -> tuple[str, list[str], str]:
         ValueError: with a TF Serving-like message for anything else.
     """
     if not isinstance(payload, dict):
-        raise ValueError("JSON Value: request body must be a JSON object.")  # noqa: TRY004 (a 400)
+        raise InvalidValueError("JSON Value: request body must be a JSON object.")
     signature = payload.get("signature_name", "serving_default")
     if not isinstance(signature, str):
-        raise ValueError("'signature_name' must be a string.")  # noqa: TRY004 (a 400)
+        raise InvalidValueError("'signature_name' must be a string.")
     if ("instances" in payload) == ("inputs" in payload):
-        raise ValueError("Missing 'instances' or 'inputs' key (exactly one is required).")
+        raise InvalidValueError("Missing 'instances' or 'inputs' key (exactly one is required).")
     if "instances" in payload:
         form, values = "instances", payload["instances"]
         if not isinstance(values, list):
-            raise ValueError("'instances' must be a list.")
+            raise InvalidValueError("'instances' must be a list.")
         values = [v[INPUT_NAME] if isinstance(v, dict) and INPUT_NAME in v else v for v in values]
     else:
         form, values = "inputs", payload["inputs"]
         if isinstance(values, dict):
             if set(values) != {INPUT_NAME}:
-                raise ValueError(f"'inputs' must have exactly the key {INPUT_NAME!r}.")
+                raise InvalidValueError(f"'inputs' must have exactly the key {INPUT_NAME!r}.")
             values = values[INPUT_NAME]
         if not isinstance(values, list):
-            raise ValueError(f"'{INPUT_NAME}' must be a list of strings.")
+            raise InvalidValueError(f"'{INPUT_NAME}' must be a list of strings.")
     if not all(isinstance(v, str) for v in values):
-        raise ValueError(f"Expecting each '{INPUT_NAME}' value to be a string.")
+        raise InvalidValueError(f"Expecting each '{INPUT_NAME}' value to be a string.")
     return signature, values, form
 
 
@@ -114,7 +115,7 @@ def make_response(outputs: dict[str, Any], form: str = "instances") -> dict[str,
         return {"outputs": columns}
     sizes = {len(column) for column in columns.values()}
     if len(sizes) > 1:
-        raise ValueError("Row format needs outputs with the same batch size.")
+        raise InvalidValueError("Row format needs outputs with the same batch size.")
     rows = sizes.pop() if sizes else 0
     return {"predictions": [{name: col[i] for name, col in columns.items()} for i in range(rows)]}
 
@@ -181,7 +182,7 @@ class ServingClient(BatchingClient):
     ):
         super().__init__(model_name, **settings)
         if form not in FORMS:
-            raise ValueError(f"form must be one of {FORMS}, got {form!r}.")
+            raise InvalidValueError(f"form must be one of {FORMS}, got {form!r}.")
         self.url = url.rstrip("/")
         if "://" not in self.url:
             self.url = "http://" + self.url

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tf_transformer.atomic_files import write_directory
+from tf_transformer.errors import InvalidValueError, PathExistsError
 
 
 def existing_versions(base_dir: str | Path) -> list[int]:
@@ -32,10 +33,10 @@ def check_version(base_dir: str | Path, version: int | None) -> Path:
     if version is None:
         version = next_version(base_dir)
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise ValueError(f"version must be a positive integer, got {version!r}.")
+        raise InvalidValueError(f"version must be a positive integer, got {version!r}.")
     final = base_dir / str(version)
     if final.exists():
-        raise FileExistsError(
+        raise PathExistsError(
             f"{final} exists; versions are never overwritten. Omit --version to write version "
             f"{next_version(base_dir)}."
         )

@@ -26,6 +26,8 @@ import numpy as np
 import tensorflow as tf
 from tensorflow_serving.apis import prediction_log_pb2
 
+from tf_transformer.errors import InvalidValueError
+
 WARMUP_DIR = "assets.extra"  # TF's kSavedModelAssetsExtraDirectory
 WARMUP_FILE = "tf_serving_warmup_requests"  # TF Serving's WarmupConsts::kRequestsFileName
 MAX_RECORDS = 1000  # TF Serving's WarmupConsts::kMaxNumRecords
@@ -62,12 +64,14 @@ def sentence_of_length(count_tokens: Callable[[str], int], length: int) -> str:
         ValueError: no candidate word is a single token, or `length` < 3.
     """
     if length < 3:
-        raise ValueError(f"a sentence has at least 3 source ids (START, a token, END): {length}.")
+        raise InvalidValueError(
+            f"a sentence has at least 3 source ids (START, a token, END): {length}."
+        )
     for word in _ONE_TOKEN_WORDS:
         sentence = " ".join([word] * (length - 2))
         if count_tokens(word) == 3 and count_tokens(sentence) == length:
             return sentence
-    raise ValueError(f"none of {_ONE_TOKEN_WORDS} is a single token for this tokenizer.")
+    raise InvalidValueError(f"none of {_ONE_TOKEN_WORDS} is a single token for this tokenizer.")
 
 
 def signature_requests(
@@ -119,7 +123,7 @@ def write_warmup_requests(
         ValueError: more requests than TF Serving accepts (`MAX_RECORDS`).
     """
     if len(requests) > MAX_RECORDS:
-        raise ValueError(
+        raise InvalidValueError(
             f"{len(requests)} warm-up requests; TF Serving accepts at most {MAX_RECORDS}."
         )
     path = warmup_path(version_dir)

@@ -19,6 +19,7 @@ import tensorflow as tf
 
 from tf_transformer.config import ModelConfig, TrainConfig
 from tf_transformer.data.mix import count_elements
+from tf_transformer.errors import InvalidValueError
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training.checkpoints import restore_newest
 from tf_transformer.training.distribute import Workers, distribute_batches, num_workers
@@ -107,7 +108,7 @@ def make_callbacks(
     ]
     if early_stopping_patience is not None:
         if not validation:
-            raise ValueError("early stopping needs validation data.")
+            raise InvalidValueError("early stopping needs validation data.")
         callbacks.append(
             tf.keras.callbacks.EarlyStopping(
                 monitor="val_loss", patience=early_stopping_patience, restore_best_weights=True

@@ -7,10 +7,3 @@
 - `validate_every`: dev BLEU every N steps; `average_last`: the averaged checkpoint at the end.
 - `assembly`: `TrainingPolicies`, the policies of one call, in their order.
 """
-
-from tf_transformer.moved import moved_name
-
-
-def __getattr__(name: str):
-    # `tf_transformer.training.policies` was one module; its names live in `.standard` and `.progress`.
-    return moved_name(__name__, name)

@@ -12,6 +12,7 @@ from tf_transformer.config import DataConfig, ModelConfig, TrainConfig
 from tf_transformer.data.concatenation import add_concatenations
 from tf_transformer.data.mix import Mix
 from tf_transformer.data.pipeline import make_batches
+from tf_transformer.errors import InvalidValueError
 from tf_transformer.run_dir import RunDir
 
 
@@ -115,7 +116,7 @@ def check_shared_embeddings(model_config: ModelConfig, tokenizers=None) -> None:
     if tokenizers is None or tokenizers.source.vocab.numpy().tolist() != (
         tokenizers.target.vocab.numpy().tolist()
     ):
-        raise ValueError(
+        raise InvalidValueError(
             "share_embeddings ties the source and target embeddings, so both need one "
             "vocabulary: train with shared_vocab (--shared-vocab), or untie them "
             "(--no-share-embeddings)"

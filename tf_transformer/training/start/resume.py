@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 from tf_transformer.config import ModelConfig, TrainConfig
+from tf_transformer.errors import InvalidValueError
 from tf_transformer.training.step.mixed_precision import AUTO
 
 # The `TrainConfig` fields a resumed run may change. Everything else (the model, the data
@@ -50,7 +51,7 @@ def _differences(stored, given, skip=()) -> dict[str, tuple]:
 def _refuse(what: str, differences: dict[str, tuple], hint: str) -> None:
     if differences:
         listed = ", ".join(f"{name} {old!r} -> {new!r}" for name, (old, new) in differences.items())
-        raise ValueError(
+        raise InvalidValueError(
             f"a resumed run keeps its {what}; asked to change {listed}. {hint} Or start a new "
             "run (another run directory, or overwrite)."
         )

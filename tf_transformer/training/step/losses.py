@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from tf_transformer.errors import InvalidValueError
 from tf_transformer.text.special_tokens import PAD_ID
 
 
@@ -98,7 +99,7 @@ class MaskedSparseCrossEntropy(tf.keras.losses.Loss):
     def __init__(self, label_smoothing: float = 0.0, name: str = "masked_sparse_cross_entropy"):
         super().__init__(name=name)
         if not 0.0 <= label_smoothing < 1.0:
-            raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing}.")
+            raise InvalidValueError(f"label_smoothing must be in [0, 1), got {label_smoothing}.")
         self.label_smoothing = float(label_smoothing)
 
     def call(self, y_true, y_pred):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from tf_transformer.errors import InvalidValueError
 from tf_transformer.hardware.cpu import CpuFeatures, cpu_features
 
 AUTO = "auto"
@@ -112,7 +113,7 @@ def policy_name(mixed_precision: str | None) -> str:
     try:
         return _POLICIES[mixed_precision]
     except KeyError:
-        raise ValueError(
+        raise InvalidValueError(
             f"mixed_precision must be None, 'float16', 'bfloat16' or 'auto', got "
             f"{mixed_precision!r}."
         ) from None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from tf_transformer.errors import InvalidValueError
 from tf_transformer.training.step.mixed_precision import policy_name
 
 
@@ -32,7 +33,7 @@ class WarmupSchedule(tf.keras.optimizers.schedules.LearningRateSchedule):
     def __init__(self, d_model: int, warmup_steps: int = 4000, scale: float = 1.0):
         super().__init__()
         if d_model < 1 or warmup_steps < 1:
-            raise ValueError(
+            raise InvalidValueError(
                 f"d_model and warmup_steps must be positive, got {d_model} and {warmup_steps}."
             )
         self.d_model = int(d_model)
@@ -75,7 +76,7 @@ class Cooldown(tf.keras.optimizers.schedules.LearningRateSchedule):
     def __init__(self, schedule, fraction: float):
         super().__init__()
         if not 0.0 < fraction <= 1.0:
-            raise ValueError(f"the cooldown fraction must be in (0, 1], got {fraction}.")
+            raise InvalidValueError(f"the cooldown fraction must be in (0, 1], got {fraction}.")
         self.schedule = schedule
         self.fraction = float(fraction)
         # Not a checkpointed variable: the loop sets it from the budget at every step.

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import tensorflow as tf
 
+from tf_transformer.errors import InvalidValueError
 from tf_transformer.text.special_tokens import PAD_ID
 from tf_transformer.training.distribute import distribute_batches
 from tf_transformer.training.step.losses import masked_correct_sum, masked_loss_sum
@@ -105,7 +106,7 @@ class TrainStep:
         accumulate_steps: int = 1,
     ):
         if accumulate_steps < 1:
-            raise ValueError(f"accumulate_steps must be positive, got {accumulate_steps}.")
+            raise InvalidValueError(f"accumulate_steps must be positive, got {accumulate_steps}.")
         self.model = model
         self.optimizer = optimizer
         self.label_smoothing = float(label_smoothing)
