@@ -75,9 +75,10 @@ def assert_greedy_choices_are_the_models(
                 near_ties += 1
                 continue
             checked += 1
-            assert ids[row, step + 1] == table[row, step].argmax(), (
+            top, gap = table[row, step].argmax(), top_two[row, step, 0] - top_two[row, step, 1]
+            assert ids[row, step + 1] == top, (
                 f"row {row} step {step}: chose {ids[row, step + 1]}, the model's top token is "
-                f"{table[row, step].argmax()} by {top_two[row, step, 0] - top_two[row, step, 1]:.3g}"
+                f"{top} by {gap:.3g}"
             )
     return checked, near_ties
 
