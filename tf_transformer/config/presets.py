@@ -145,8 +145,8 @@ TRAIN_PRESETS["mixed-data"] = TRAIN_PRESETS["small-data"].replace(
     concat_fraction=0.5,
     checkpoint_every=500,
     # The recipe's hour on any CPU, the cooldown over its last 20% (12 minutes): 480-530 steps
-    # a minute on an AMD EPYC with AVX512_BF16 (~24,000 steps an hour), 100-120 on an AVX2-only
-    # one (issue 47), where a 24,000-step bound took ~3.5 h. With --max-steps too, whichever
+    # a minute on the AVX-512 AMD EPYC of docs/benchmarks/quality.md (~24,000 steps an hour),
+    # 100-120 on an AVX2-only one (issue 47), where a 24,000-step bound took ~3.5 h. With --max-steps too, whichever
     # comes first ends the run; --max-minutes M sets another budget.
     max_minutes=60.0,
     # Four dev sets are scored at each evaluation: fewer sentences, less often.

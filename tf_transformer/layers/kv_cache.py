@@ -103,9 +103,8 @@ class XlaLayout(GraphLayout):
     graph mode. The table's gather (per row and position) costs little where XLA compiles
     for AVX-512 and much more where it compiles for AVX2: beam 4 against greedy at 128 tokens
     (tutorial model, AMD EPYC with AVX-512, one process, docs/benchmarks/decoding.md "Beam
-    search") measured
-    2.36x through the table and 2.54x reordered; with XLA limited to AVX2 (`XLA_FLAGS=
-    --xla_cpu_max_isa=AVX2`) 4.06x and 2.71x. So the default is the table where XLA compiles
+    search") measured 2.36x through the table and 2.54x reordered; with XLA limited to AVX2
+    (`XLA_FLAGS=--xla_cpu_max_isa=AVX2`) 4.06x and 2.71x. So the default is the table where XLA compiles
     for AVX-512 (`CpuFeatures.xla_avx512`: the CPU has it and XLA_FLAGS allows it), the
     reorder elsewhere. The choice is made in Python, when the decoding is traced: an XLA
     SavedModel export keeps the choice of the machine that exported it.
