@@ -27,10 +27,18 @@ venv: $(STAMP)
 # module (or group of modules) runs whole on one worker, longest first (tests/conftest.py).
 TEST_WORKERS ?= 2
 
+# The multi-worker job's module runs alone after the rest: inside the parallel run its two
+# workers lost each other at start ("stopped sending heartbeats") in 3 of 7 runs on 2026-11-28,
+# alone it passed 5 of 5 (AMD EPYC with AVX-512, 2 cores).
+ALONE_TESTS := tests/training/test_multiworker.py
+
 # pytest exits 5 when it collects no test; that is a failure of the suite, say so.
 test: $(STAMP)
-	@$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder; rc=$$?; \
-	if [ $$rc -eq 5 ]; then echo "make test: no tests were collected"; exit 1; fi; exit $$rc
+	@$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder \
+	    --ignore=$(ALONE_TESTS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test: no tests were collected"; exit 1; fi; \
+	[ $$rc -eq 0 ] || exit $$rc; \
+	$(PY) -m pytest -q -p no:cacheprovider $(ALONE_TESTS)
 
 # The modules whose results depend on rounding (decoding, layers, LiteRT, the model, the train
 # step), run again with kernels other than this CPU's, as an AVX2-only CPU (no AVX-512) runs
