@@ -48,7 +48,7 @@ test: $(STAMP)
 # flipped). bfloat16 under (1) aborts on an AVX-512 CPU: TensorFlow gives bfloat16 ops to oneDNN
 # whenever the CPU has AVX-512, and oneDNN limited to AVX2 has no bfloat16 matmul. ~1.5 min.
 AVX2_LIMITS := XLA_FLAGS=--xla_cpu_max_isa=AVX2 ONEDNN_MAX_CPU_ISA=AVX2
-NUMERICS_TESTS := tests/inference/decoding tests/layers tests/inference/litert tests/test_model.py \
+NUMERICS_TESTS := tests/inference/decoding tests/layers tests/backends/litert tests/test_model.py \
     tests/test_masks.py tests/test_shared_embeddings.py tests/training/step \
     tests/inference/test_translator.py
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile

@@ -40,11 +40,11 @@ import tensorflow as tf
 from ctranslate2_peer import peers, seconds
 from json_figures import add_json_flags, write_json
 
+from tf_transformer.backends.litert.export import METADATA_FILE, export_litert
+from tf_transformer.backends.litert.runtime import LiteRTTranslator
 from tf_transformer.config import DecodeConfig, get_preset
 from tf_transformer.hardware.cpu import describe_cpu
 from tf_transformer.inference.decoding.cached_decode import make_decode_fn
-from tf_transformer.inference.litert.export import METADATA_FILE, export_litert
-from tf_transformer.inference.litert.runtime import LiteRTTranslator
 from tf_transformer.text.special_tokens import RESERVED_TOKENS
 
 ENGINES = ("litert_fp32", "litert_int8", "litert_fp32_beam4", "ct2_fp32", "ct2_int8", "xla")

@@ -61,7 +61,7 @@ def synthetic_tokenizers(vocab_size: int, directory: Path):
 
 def replay_warmup(path: Path, loaded) -> tuple[int, float]:
     """Runs every warm-up request of the version at `path`; returns (requests, seconds)."""
-    from tf_transformer.inference.serving.warmup import read_warmup_requests
+    from tf_transformer.backends.savedmodel.warmup import read_warmup_requests
 
     requests = read_warmup_requests(path)
     start = time.perf_counter()
@@ -105,8 +105,8 @@ def main() -> None:
     if args.threads:
         tf.config.threading.set_intra_op_parallelism_threads(args.threads)
 
+    from tf_transformer.backends.savedmodel.export import ExportModule
     from tf_transformer.config import DecodeConfig, get_preset
-    from tf_transformer.inference.serving.export import ExportModule
     from tf_transformer.model import Transformer
     from tf_transformer.run_dir import RunDir
 

@@ -36,8 +36,8 @@ from json_figures import add_json_flags, write_json
 
 from tests.export_helpers import SENTENCES
 from tests.load_driver import LoadResult, request_mix, run_load, serial_answers
+from tf_transformer.backends.savedmodel.server import serving_client
 from tf_transformer.hardware.cpu import describe_cpu
-from tf_transformer.inference.serving import serving_client
 
 
 def memory_mb() -> dict[str, float]:

@@ -82,7 +82,7 @@ def tiny_run_dir() -> RunDir:
 def tiny_export():
     """`(path, module)`: `saved_models/tiny/1` and the `ExportModule` it was written from (beam 3,
     at most 8 tokens); `module.translator` is the in-process Translator."""
-    from tf_transformer.inference.serving.export import ExportModule
+    from tf_transformer.backends.savedmodel.export import ExportModule
 
     _, tokenizers, model = tiny_objects()
     module = ExportModule(tokenizers, model, DECODING)
@@ -93,7 +93,7 @@ def tiny_export():
 def tiny_xla_export():
     """`(path, module)`: `tiny_export()` again with `jit_compile=True` (`saved_models/tiny_xla/1`),
     its warm-up covering batches of 1 and 2 (one source bucket: `MAX_LENGTH` < 16)."""
-    from tf_transformer.inference.serving.export import ExportModule
+    from tf_transformer.backends.savedmodel.export import ExportModule
 
     _, tokenizers, model = tiny_objects()
     module = ExportModule(
@@ -121,7 +121,7 @@ def trained_export() -> Path:
     corpus by `train`, exported with `DECODING`. Unlike `tiny_export()`, distinct sentences
     get distinct translations (tests/test_serving_load.py asserts it)."""
     from tf_transformer import cli
-    from tf_transformer.inference.serving.export import export_run_dir
+    from tf_transformer.backends.savedmodel.export import export_run_dir
 
     run_dir = _root() / "trained"
     flags = ["--preset", "tiny", "--max-steps", str(TRAINED_STEPS), "--quiet"]

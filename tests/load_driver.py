@@ -1,6 +1,6 @@
 """Serving under load: client threads send a mix of requests, and every answer is checked.
 
-Shared by tests/inference/serving/test_serving_load.py (a few requests per thread) and bench/serving_load.py
+Shared by tests/backends/savedmodel/test_serving_load.py (a few requests per thread) and bench/serving_load.py
 (200 per thread, latency and memory). The mix holds batches of several sizes, awkward but
 valid text (empty, 10,000 characters, emoji), and requests the server must refuse (HTTP 400,
 gRPC INVALID_ARGUMENT): a non-string input and an unknown signature. Each valid request's
@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 import tensorflow as tf
 
-from tf_transformer.inference.serving.client import BatchingClient, ServingError
-from tf_transformer.inference.serving.grpc_client import GrpcServingClient, make_predict_request
-from tf_transformer.inference.serving.rest_client import make_request
+from tf_transformer.backends.savedmodel.client import BatchingClient, ServingError
+from tf_transformer.backends.savedmodel.grpc_client import GrpcServingClient, make_predict_request
+from tf_transformer.backends.savedmodel.rest_client import make_request
 
 AWKWARD = ["", "a" * 10_000, "eu 😀 gosto de café ☕ 🇧🇷 .", "   "]
 

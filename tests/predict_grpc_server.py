@@ -16,7 +16,7 @@ import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
 from tests.predict_server import ServedModel
-from tf_transformer.inference.serving.rest_client import INPUT_NAME
+from tf_transformer.backends.savedmodel.rest_client import INPUT_NAME
 
 
 class GrpcPredictServer(ServedModel):

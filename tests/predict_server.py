@@ -1,7 +1,7 @@
 """A stand-in for TF Serving's REST `:predict` endpoint, on top of a real loaded SavedModel.
 
 The TF Serving binary cannot be installed here, so tests talk real HTTP to this server instead.
-It speaks the JSON of `tf_transformer.inference.serving.rest_client` (the same functions the client uses) and answers
+It speaks the JSON of `tf_transformer.backends.savedmodel.rest_client` (the same functions the client uses) and answers
 like TF Serving: 200 with `predictions`/`outputs`, 400 with `{"error": ...}` for bad input, 404
 for an unknown model, version or path. `ServedModel` (which model, which signature, running it)
 is shared with the gRPC stand-in, tests/predict_grpc_server.py.
@@ -18,7 +18,7 @@ from typing import Self
 
 import tensorflow as tf
 
-from tf_transformer.inference.serving.rest_client import make_response, parse_request
+from tf_transformer.backends.savedmodel.rest_client import make_response, parse_request
 
 _PREDICT = re.compile(r"^/v1/models/([^/:]+)(?:/versions/(\d+))?:predict$")
 

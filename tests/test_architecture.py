@@ -14,10 +14,12 @@ MAX_LINES = 300
 MAX_MODULES = 12  # per folder, its __init__.py included
 
 # Stage -> the stages it must never import. Data flows one way: text -> ids -> model ->
-# decoding -> text; the serving side (inference) imports nothing from training, and the layers
+# decoding -> text; the serving side (inference, backends) imports nothing from training, and
+# the backends build on inference, not the other way; the layers
 # and the model know no data, text pipeline, training or decoding.
 FORBIDDEN = {
-    "inference": ("training", "commands", "cli", "demo", "data"),
+    "inference": ("training", "commands", "cli", "demo", "data", "backends"),
+    "backends": ("training", "commands", "cli", "demo", "data"),
     "layers": ("training", "inference", "data", "commands", "text.tokenizers"),
     "model": ("training", "inference", "data", "commands", "text.tokenizers"),
     "masks": ("training", "inference", "data", "commands", "text.tokenizers"),
@@ -32,7 +34,8 @@ FORBIDDEN = {
 
 
 def _stage(module: str) -> str:
-    """`tf_transformer.inference.serving.export` -> `inference`; `tf_transformer.model` -> `model`."""
+    """`tf_transformer.backends.savedmodel.export` -> `backends`; `tf_transformer.model` ->
+    `model`."""
     return module.split(".")[1] if module.count(".") else module
 
 
@@ -85,7 +88,7 @@ def test_the_walk_sees_imports_and_would_catch_a_violation(tmp_path):
     source = "def f():\n    from tf_transformer.training.loop import train\n"
     (tmp_path / "probe.py").write_text(source)
     assert "tf_transformer.training.loop" in _imports(tmp_path / "probe.py")
-    assert _stage("tf_transformer.inference.serving.export") == "inference"
+    assert _stage("tf_transformer.backends.savedmodel.export") == "backends"
     assert all(
         (PACKAGE / stage).exists() or (PACKAGE / f"{stage}.py").exists() for stage in FORBIDDEN
     )
@@ -94,7 +97,7 @@ def test_the_walk_sees_imports_and_would_catch_a_violation(tmp_path):
 def test_the_inference_side_reads_runs_and_special_tokens_but_not_the_trainer():
     # A positive check so the rule above is not vacuous: inference does import the package.
     imported = set()
-    for path in (PACKAGE / "inference").rglob("*.py"):
+    for path in [*(PACKAGE / "inference").rglob("*.py"), *(PACKAGE / "backends").rglob("*.py")]:
         imported |= _imports(path)
     assert {"tf_transformer.run_dir", "tf_transformer.text.special_tokens"} <= imported
 
@@ -281,7 +284,7 @@ def _missing_imports(path: Path) -> set[str]:
 def test_every_import_of_the_package_names_a_module_and_name_that_exist():
     # Renamed modules and names leave no alias behind (CHANGELOG.md lists them): the project's
     # own code, the notebooks' cells and lazy imports included, uses the current ones.
-    assert "tf_transformer.inference.serving.rest_client" in _imports(
+    assert "tf_transformer.backends.savedmodel.rest_client" in _imports(
         REPO / "notebooks" / "04_serving.ipynb"
     )  # the notebooks' code cells are read too
     missing = {
@@ -295,10 +298,10 @@ def test_the_import_check_would_catch_an_old_path_or_name(tmp_path):
         "import tf_transformer.inference.export\n"
         "def f():\n"
         "    from tf_transformer.inference.serving import ServingClient, serving_client\n"
-        "    from tf_transformer.inference.serving.rest_client import ServingClient\n"
+        "    from tf_transformer.backends.savedmodel.rest_client import ServingClient\n"
     )
     (tmp_path / "probe.py").write_text(source)
     assert _missing_imports(tmp_path / "probe.py") == {
         "tf_transformer.inference.export",
-        "tf_transformer.inference.serving.ServingClient",
+        "tf_transformer.inference.serving",
     }

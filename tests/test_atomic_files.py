@@ -69,7 +69,7 @@ def test_a_written_directory_follows_the_umask_and_keeps_an_executable_executabl
 
 def test_a_ctranslate2_export_follows_the_umask(umask, tmp_path):
     pytest.importorskip("ctranslate2")
-    from tf_transformer.inference.serving.ctranslate2_export import export_ctranslate2
+    from tf_transformer.backends.ctranslate2.export import export_ctranslate2
 
     _, tokenizers, model = tiny_objects()
     path = export_ctranslate2((model, tokenizers), tmp_path / "ct2")
@@ -78,7 +78,7 @@ def test_a_ctranslate2_export_follows_the_umask(umask, tmp_path):
 
 def test_a_litert_export_follows_the_umask(umask, tmp_path):
     pytest.importorskip("ai_edge_litert")
-    from tf_transformer.inference.litert.export import export_litert
+    from tf_transformer.backends.litert.export import export_litert
 
     _, tokenizers, model = tiny_objects()
     path = export_litert(tokenizers, model, tmp_path / "litert")

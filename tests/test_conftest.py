@@ -15,7 +15,7 @@ pytestmark = pytest.mark.cost(40)  # seconds in make test (measured)
 
 
 def test_modules_sharing_the_cached_export_form_one_group():
-    assert module_group("tests/inference/serving/test_export.py") == "export_helpers"
+    assert module_group("tests/backends/savedmodel/test_export.py") == "export_helpers"
     assert module_group("tests/commands/test_cli_export.py") == "export_helpers"
     assert module_group("tests/test_masks.py") == "tests/test_masks.py"
 

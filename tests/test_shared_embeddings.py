@@ -94,7 +94,7 @@ def test_checkpoints_and_their_average_restore_the_one_matrix(shared_run):
 
 @pytest.mark.slow
 def test_the_saved_model_export_decodes_like_the_translator(shared_run, tmp_path):
-    from tf_transformer.inference.serving.export import ExportModule
+    from tf_transformer.backends.savedmodel.export import ExportModule
 
     run, _ = shared_run
     module = ExportModule(

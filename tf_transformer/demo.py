@@ -42,10 +42,10 @@ SHOW = 5
 
 def main() -> int:
     from tf_transformer import training
+    from tf_transformer.backends import open_translator
+    from tf_transformer.backends.savedmodel.export import export_run_dir
     from tf_transformer.data import load_dataset
     from tf_transformer.inference.evaluate import evaluate
-    from tf_transformer.inference.load import open_translator
-    from tf_transformer.inference.serving.export import export_run_dir
 
     start = time.perf_counter()
     overwrite = _trained_on_other_data(RUN_DIR)

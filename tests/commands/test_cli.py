@@ -71,7 +71,7 @@ def test_stdin_from_a_terminal_gets_a_one_line_hint(monkeypatch, capsys):
 def test_export_and_translate_server_agree_on_the_model_name(tmp_path, monkeypatch, capsys):
     from pathlib import Path
 
-    import tf_transformer.inference.serving.export
+    import tf_transformer.backends.savedmodel.export
     from tf_transformer import cli
     from tf_transformer.commands import DEFAULT_MODEL_NAME
 
@@ -81,7 +81,7 @@ def test_export_and_translate_server_agree_on_the_model_name(tmp_path, monkeypat
         exported.append(Path(out))
         return Path(out) / "3"
 
-    monkeypatch.setattr(tf_transformer.inference.serving.export, "export_run_dir", export_run_dir)
+    monkeypatch.setattr(tf_transformer.backends.savedmodel.export, "export_run_dir", export_run_dir)
     monkeypatch.chdir(tmp_path)
     # A run directory with one checkpoint (of one variable): export says which checkpoint it reads.
     import tensorflow as tf

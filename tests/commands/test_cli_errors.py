@@ -146,8 +146,8 @@ def _raise(error):
 def test_only_our_errors_are_one_line_a_bug_shows_its_traceback(monkeypatch, capsys):
     import numpy as np
 
+    from tf_transformer.backends.versions import check_version
     from tf_transformer.commands import translate
-    from tf_transformer.inference.serving.versions import check_version
 
     def raises(error_fn):
         try:

@@ -7,8 +7,9 @@ import sys
 import pytest
 
 from tests.export_helpers import tiny_export, tiny_run_dir
+from tf_transformer.backends import open_translator
+from tf_transformer.backends.versions import find_version
 from tf_transformer.config import DecodeConfig
-from tf_transformer.inference.load import open_translator, saved_model_version
 
 pytestmark = [pytest.mark.slow, pytest.mark.cost(260)]
 
@@ -63,7 +64,9 @@ def test_evaluate_prints_scores_signatures_and_writes_hypotheses(tmp_path, capsy
 
 def test_run_dir_and_saved_model_translate_alike():
     path, module = tiny_export()
-    assert saved_model_version(path.parent) == path  # a base path resolves to its highest version
+    assert (
+        find_version(path.parent, "saved_model.pb") == path
+    )  # a base path resolves to its highest version
     sentences = ["o gato está na mesa .", "ela comprou um carro novo ."]
     exported = open_translator(path.parent, config=DecodeConfig(beam_size=1))
     assert "greedy" in exported.description

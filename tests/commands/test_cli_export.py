@@ -8,7 +8,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 
 from tests.export_helpers import tiny_export, tiny_run_dir
 from tf_transformer import cli
-from tf_transformer.inference.serving.warmup import read_warmup_requests
+from tf_transformer.backends.savedmodel.warmup import read_warmup_requests
 
 pytestmark = [pytest.mark.slow, pytest.mark.cost(40)]
 
@@ -37,7 +37,7 @@ def test_export_writes_the_next_version(base_dir, capsys):
     )
     assert code == 0
     out = capsys.readouterr().out
-    assert f"Exported version 2 to {base_dir / '2'}" in out
+    assert f"Exported savedmodel version 2 to {base_dir / '2'}" in out
     proto = saved_model_pb2.SavedModel.FromString((base_dir / "2" / "saved_model.pb").read_bytes())
     (meta_graph,) = proto.meta_graphs
     assert list(meta_graph.meta_info_def.tags) == ["serve"]

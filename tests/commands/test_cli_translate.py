@@ -11,6 +11,7 @@ import tensorflow as tf
 from tests.inference.test_translator import MAX_LENGTH, tiny_translator
 from tf_transformer import cli
 from tf_transformer.run_dir import RunDir
+from tf_transformer.text.document import translate_document
 from tf_transformer.weights import model_checkpoint
 
 pytestmark = pytest.mark.cost(40)  # seconds in make test (measured)
@@ -97,7 +98,7 @@ def runs(tmp_path_factory):
     expected = {
         "args": translator.translate_batch(ARGS_SENTENCES),
         "stdin": translator.translate_batch(STDIN_LINES),
-        "file": translator.translate_document(DOCUMENT, batch_size=2),
+        "file": translate_document(DOCUMENT, translator.translate_batch, batch_size=2),
     }
     results.update({name: finish(process) for name, process in processes.items()})
     return {"results": results, "expected": expected, "plot": plot, "output": output}

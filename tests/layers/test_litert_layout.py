@@ -1,5 +1,5 @@
 """`LiteRTLayout` (the LiteRT export's step) decodes as recompute under XLA, where TensorFlow
-runs its dynamic update slice; tests/inference/litert/test_litert.py checks the converted step."""
+runs its dynamic update slice; tests/backends/litert/test_litert.py checks the converted step."""
 
 import pytest
 

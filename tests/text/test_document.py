@@ -64,7 +64,7 @@ def test_a_real_translator_translates_documents_sentence_by_sentence():
     layout = split_document(text)
     assert len(layout.sentences) == 3
     expected = layout.assemble(translator.translate_batch(layout.sentences))
-    assert translator.translate_document(text, batch_size=2) == expected
+    assert translate_document(text, translator.translate_batch, batch_size=2) == expected
     assert expected.count("\n") == 2 and "\n\n" in expected
 
 

@@ -6,8 +6,7 @@ import random
 import pytest
 import tensorflow as tf
 
-from tf_transformer.inference.litert.export import first_words
-from tf_transformer.inference.serving.ctranslate2_export import vocabulary
+from tf_transformer.backends.export_files import first_words, vocabulary
 from tf_transformer.text.plain import PlainTokenizer
 from tf_transformer.text.special_tokens import RESERVED_TOKENS
 from tf_transformer.text.tokenizers import Tokenizers, write_vocab

@@ -6,6 +6,9 @@ import argparse
 import contextlib
 import sys
 
+# DEFAULT_MODEL_NAME: the name `export` files a model under (saved_models/<name>/<version>) and
+# the name `translate --server` asks TF Serving for, so an export serves at once.
+from tf_transformer.backends.savedmodel.server import DEFAULT_MODEL_NAME
 from tf_transformer.commands.flags import (
     add_config_flags,
     config_changes,
@@ -15,11 +18,12 @@ from tf_transformer.commands.flags import (
 from tf_transformer.config import DecodeConfig
 from tf_transformer.errors import CLIError, TransformerError
 
-__all__ = ["positive_float", "positive_int"]  # argparse types the commands import from here
+__all__ = [
+    "DEFAULT_MODEL_NAME",
+    "positive_float",
+    "positive_int",
+]  # argparse types the commands import from here
 
-# The name `export` files a model under (saved_models/<name>/<version>) and the name
-# `translate --server` asks TF Serving for: the same by default, so an export serves at once.
-DEFAULT_MODEL_NAME = "transformer"
 
 # --checkpoint of translate, evaluate and export (the choice is `RunDir.checkpoint`).
 CHECKPOINT_HELP = (

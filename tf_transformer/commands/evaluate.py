@@ -69,11 +69,10 @@ def register(subparsers) -> None:
 
 
 def exported(path: str) -> bool:
-    """`path` is a SavedModel or LiteRT export (a version folder or a base path)."""
-    from tf_transformer.inference.litert.runtime import litert_version
-    from tf_transformer.inference.load import saved_model_version
+    """`path` is an export of a registered backend (a version folder or a base path)."""
+    from tf_transformer.backends import detect
 
-    return saved_model_version(path) is not None or litert_version(path) is not None
+    return detect(path) is not None
 
 
 def evaluation_data(args: argparse.Namespace) -> tuple[DataConfig, str]:
@@ -93,7 +92,7 @@ def evaluation_data(args: argparse.Namespace) -> tuple[DataConfig, str]:
         return DataConfig(dataset=args.dataset, **paths), "--dataset"
     if exported(args.model):
         raise CLIError(
-            f"{args.model} is an export (SavedModel or LiteRT), which does not record the data "
+            f"{args.model} is an export, which does not record the data "
             "it was trained on: pass --dataset sample|ted_hrlr|PATH."
         )
     run = RunDir(args.model)
@@ -113,7 +112,7 @@ def evaluation_data(args: argparse.Namespace) -> tuple[DataConfig, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tf_transformer.inference.load import open_translator
+    from tf_transformer.backends import open_translator
 
     data, source = evaluation_data(args)
     # The model first: a wrong path fails before TensorFlow even loads.

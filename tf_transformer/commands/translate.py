@@ -148,7 +148,7 @@ def write_translations(args: argparse.Namespace, translator) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tf_transformer.inference.load import open_translator, saved_model_version
+    from tf_transformer.backends import detect, open_translator
 
     if args.output is not None and args.file is None:
         raise InvalidValueError("--output goes with --file (the text to translate).")
@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
     if args.run_dir is None:
         raise InvalidValueError("RUN_DIR is required (or --server URL).")
     root = Path(args.run_dir)
-    if saved_model_version(root) is None and not root.is_dir():
+    if detect(root) is None and not root.is_dir():
         raise MissingFileError(f"Run directory {root} does not exist.")
     with model_loading(root):
         translator = open_translator(
@@ -180,9 +180,9 @@ def run(args: argparse.Namespace) -> int:
 
 def translate_with_server(args: argparse.Namespace) -> int:
     """`--server URL`: the sentences go to TF Serving's Predict, over REST or gRPC
-    (`inference.serving.rest_client`, `inference.serving.grpc_client`)."""
-    from tf_transformer.inference.load import open_translator
-    from tf_transformer.inference.serving.client import ServingError
+    (`backends.savedmodel.rest_client`, `backends.savedmodel.grpc_client`)."""
+    from tf_transformer.backends import open_translator
+    from tf_transformer.backends.savedmodel.client import ServingError
 
     if args.run_dir is not None:  # no run directory with --server: it is the first sentence
         args.sentences = [args.run_dir, *args.sentences]

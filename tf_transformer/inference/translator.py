@@ -179,16 +179,6 @@ class Translator(tf.Module):
         texts = self.translate(sentences, config)["text"].numpy()
         return [text.decode("utf-8") for text in texts]
 
-    def translate_document(self, text: str, *, language: str = "pt", batch_size: int = 32) -> str:
-        """A paragraph or a file: each line split into sentences (in `language`), translated
-        `batch_size` at a time, and put back with its line breaks, blank lines and spacing
-        (`tf_transformer.text.document`)."""
-        from tf_transformer.text.document import translate_document
-
-        return translate_document(
-            text, self.translate_batch, language=language, batch_size=batch_size
-        )
-
     def attention_tensors(self, sentences: tf.Tensor, ids: tf.Tensor) -> dict[str, tf.Tensor]:
         """Cross-attention of one translation, as tensors (eagerly or in a graph, such as the
         export's `attention` signature): the model re-run on (source, generated ids).

@@ -1,6 +1,6 @@
 """The cache layout of the LiteRT export's decoder step: one dynamic update slice per write.
 
-A LiteRT step (`inference.litert.export`) takes each layer's self-attention keys and values as
+A LiteRT step (`backends.litert.export`) takes each layer's self-attention keys and values as
 fixed-size inputs `(rows, 1, heads, cache_length, depth)`, writes the position it decodes with
 LiteRT's builtin DYNAMIC_UPDATE_SLICE (a `tensor_scatter_nd_update` converts to scatters and
 arithmetic over the whole cache) and hands back only that position, which the runtime writes

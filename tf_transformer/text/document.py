@@ -112,22 +112,3 @@ def translate_document(
     for start in range(0, len(layout.sentences), batch_size):
         translations += translate(layout.sentences[start : start + batch_size])
     return layout.assemble(translations)
-
-
-class TranslatesDocuments:
-    """`translate_document` for any translator with `translate(sentences) -> list[str]`: every
-    backend `inference.load.open_translator` opens (run directory, SavedModel, TF Serving,
-    LiteRT) takes a paragraph or a file the same way. `source_lang` is the language the
-    sentence splitter reads."""
-
-    source_lang = "pt"
-
-    def translate(self, sentences: list[str]) -> list[str]:
-        raise NotImplementedError
-
-    def translate_document(self, text: str, *, batch_size: int = 32) -> str:
-        """Splits `text` into sentences (line by line), translates them `batch_size` at a time
-        and puts the translations back: line breaks, blank lines and spacing are kept."""
-        return translate_document(
-            text, self.translate, language=self.source_lang, batch_size=batch_size
-        )

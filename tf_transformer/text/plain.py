@@ -1,6 +1,6 @@
 """The tokenizers of an export in plain Python (`regex` and the standard library, no TensorFlow).
 
-The LiteRT runtime (`inference.litert.runtime`) tokenizes with this; it gives the ids and the
+The LiteRT runtime (`backends.litert.runtime`) tokenizes with this; it gives the ids and the
 text of `text.tokenizers.LanguageTokenizer` (tf-text's ``BertTokenizer`` with
 ``BERT_TOKENIZER_PARAMS``, our truecasing and punctuation rules). The contract, in order:
 
