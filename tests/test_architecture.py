@@ -19,7 +19,8 @@ MAX_MODULES = 12  # per folder, its __init__.py included
 # and the model know no data, text pipeline, training or decoding.
 FORBIDDEN = {
     "inference": ("training", "commands", "cli", "demo", "data", "backends"),
-    "backends": ("training", "commands", "cli", "demo", "data"),
+    "backends": ("training", "commands", "cli", "demo", "data", "serve"),
+    "serve": ("training", "commands", "cli", "demo", "data"),
     "layers": ("training", "inference", "data", "commands", "text.tokenizers"),
     "model": ("training", "inference", "data", "commands", "text.tokenizers"),
     "masks": ("training", "inference", "data", "commands", "text.tokenizers"),

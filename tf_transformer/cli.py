@@ -20,10 +20,16 @@ import warnings
 
 # The command modules import neither TensorFlow nor the training code at import time (each
 # `run` imports what it needs), so building the parser stays fast and a bad flag fails at once.
-from tf_transformer.commands import evaluate, export, train, translate
+from tf_transformer.commands import evaluate, export, serve, train, translate
 from tf_transformer.errors import TransformerError, TransformerWarning
 
-COMMANDS = {"train": train, "translate": translate, "evaluate": evaluate, "export": export}
+COMMANDS = {
+    "train": train,
+    "translate": translate,
+    "evaluate": evaluate,
+    "export": export,
+    "serve": serve,
+}
 
 
 # Tracing a model's functions makes many short-lived Python objects, and the default collector

@@ -63,12 +63,14 @@ class BaseTranslator:
     `translate`, the one-line `description`, and `checkpoint` (a run directory's
     `(name, prefix)`; None for an export, which holds one set of weights).
 
-    A subclass sets `description` and `source_lang` (the language the sentence splitter reads)
-    and defines `translate`; `attention` is refused unless it defines its own.
+    A subclass sets `description`, `source_lang` (the language the sentence splitter reads) and
+    `target_lang` where the export records them, and defines `translate`; `attention` and
+    `translate_n_best` are refused unless it defines its own.
     """
 
     description = ""
     source_lang = "pt"
+    target_lang = "en"
     checkpoint: tuple[str, str] | None = None
 
     def translate(self, sentences: list[str]) -> list[str]:
@@ -82,12 +84,25 @@ class BaseTranslator:
             "the run directory or its exported SavedModel."
         )
 
+    def translate_n_best(self, sentences: list[str], n: int) -> list[list[str]]:
+        """Each sentence's `n` best distinct translations, best first (fewer when beams read
+        alike): beam search with at least `n` beams."""
+        raise InvalidValueError(
+            f"{self.description} gives one translation a sentence: alternatives need the run "
+            "directory, a LiteRT or a CTranslate2 export."
+        )
+
     def translate_document(self, text: str, *, batch_size: int = 32) -> str:
         """Splits `text` into sentences (line by line), translates them `batch_size` at a time
         and puts the translations back: line breaks, blank lines and spacing are kept."""
         return translate_document(
             text, self.translate, language=self.source_lang, batch_size=batch_size
         )
+
+
+def distinct(texts: list[str]) -> list[str]:
+    """`texts` without repeats, in order (beams that read alike are one alternative)."""
+    return list(dict.fromkeys(texts))
 
 
 def decoding_mode(config: DecodeConfig) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tf_transformer.backends.base import Attention, BaseTranslator, decoding_mode
+from tf_transformer.backends.base import Attention, BaseTranslator, decoding_mode, distinct
 from tf_transformer.config import DecodeConfig
 
 
@@ -25,7 +25,8 @@ class RunTranslator(BaseTranslator):
         run = RunDir(path)
         run.read_config()  # a clear error before TensorFlow loads anything
         data = run.data_config()
-        self.source_lang = data.source_lang if data is not None else "pt"
+        if data is not None:
+            self.source_lang, self.target_lang = data.source_lang, data.target_lang
         tokenizers = run.load_tokenizers()
         self.checkpoint = run.checkpoint(checkpoint)
         self.checkpoint_name, self.checkpoint_path = self.checkpoint
@@ -39,6 +40,10 @@ class RunTranslator(BaseTranslator):
 
     def translate(self, sentences: list[str]) -> list[str]:
         return self.translator.translate_batch(list(sentences))
+
+    def translate_n_best(self, sentences: list[str], n: int) -> list[list[str]]:
+        beam_size = max(n, self.translator.config.beam_size)
+        return [distinct(t)[:n] for t in self.translator.all_beams(list(sentences), beam_size)]
 
     def attention(self, sentence: str) -> Attention:
         result = self.translator.translate([sentence], return_attention=True)

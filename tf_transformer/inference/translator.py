@@ -74,7 +74,7 @@ class Translator(tf.Module):
         self.tokenizers = tokenizers
         self.model = model
         self.jit_compile = jit_compile
-        self._functions: dict[DecodeConfig, Any] = {}
+        self._functions: dict[tuple[DecodeConfig, bool], Any] = {}
 
     def source_ids(self, sentences: tf.Tensor, config: DecodeConfig | None = None) -> tf.Tensor:
         """`tf.string` `(batch,)` -> int64 `(batch, src_len)`, `src_len <= max_source_tokens`
@@ -96,22 +96,26 @@ class Translator(tf.Module):
             return self.config
         return self.config.replace(**config.given()).resolved(self.model.config.max_length)
 
-    def graph_fn(self, config: DecodeConfig | None = None):
+    def graph_fn(self, config: DecodeConfig | None = None, *, all_beams: bool = False):
         """The `tf.function` `sentences tf.string (batch,) -> dict` for the decoding `config`
         (the fields it sets change this Translator's `config`).
 
         It has a fixed input signature (`STRINGS`), so it can go into a SavedModel as is.
         Returns a dict: `"text"` `tf.string (batch,)`, `"ids"` int64 `(batch, len)` (START first,
         PAD after END), `"scores"` and `"log_probs"` float32 `(batch,)`, `"lengths"` int32.
+        `all_beams`: also `"alternatives"` `tf.string (batch, beam_size)`, every beam's text,
+        best first (`"text"` is the first).
         """
         config = self.decoding(config)
-        if config not in self._functions:
+        key = (config, all_beams)
+        if key not in self._functions:
             decode = make_decode_fn(
                 self.model,
                 max_new_tokens=config.max_new_tokens,
                 beam_size=config.beam_size,
                 length_penalty=config.length_penalty,
                 jit_compile=self.jit_compile,
+                return_all_beams=all_beams and config.beam_size > 1,
             )
 
             # No AutoGraph: graph code throughout (see `make_decode_fn`).
@@ -119,6 +123,11 @@ class Translator(tf.Module):
             def translate(sentences):
                 src = self.source_ids(sentences, config)
                 out = decode(src)
+                beams = None
+                if all_beams:  # every beam's text; the best one's fields as below
+                    beams = self.beam_texts(out.ids, src)
+                    if config.beam_size > 1:
+                        out = type(out)(*(t[:, 0] for t in out[:4]), out.steps)
                 # Nothing to translate: an empty translation, not what the model makes of START END.
                 empty = tf.math.count_nonzero(src, axis=1) <= 2  # START and END only
                 width = tf.shape(out.ids)[1]
@@ -126,16 +135,30 @@ class Translator(tf.Module):
                 ids = tf.where(empty[:, tf.newaxis], nothing[tf.newaxis, :], out.ids)
                 ids = tf.cast(ids, tf.int64)
                 text = self.tokenizers.target.detokenize(ids)
-                return {
+                result = {
                     "text": tf.where(empty, tf.constant(""), text),
                     "ids": ids,
                     "scores": tf.where(empty, 0.0, out.scores),
                     "log_probs": tf.where(empty, 0.0, out.log_probs),
                     "lengths": tf.where(empty, 1, out.lengths),
                 }
+                if beams is not None:
+                    result["alternatives"] = beams
+                return result
 
-            self._functions[config] = translate
-        return self._functions[config]
+            self._functions[key] = translate
+        return self._functions[key]
+
+    def beam_texts(self, ids: tf.Tensor, src: tf.Tensor) -> tf.Tensor:
+        """`tf.string (batch, beams)`: the text of every beam of `ids` `(batch, beams, len)` (or
+        of the one hypothesis of `(batch, len)`); "" for a source with nothing to translate."""
+        if len(ids.shape) == 2:
+            ids = ids[:, tf.newaxis]
+        shape = tf.shape(ids)
+        flat = tf.cast(tf.reshape(ids, (-1, shape[2])), tf.int64)
+        texts = tf.reshape(self.tokenizers.target.detokenize(flat), shape[:2])
+        empty = tf.math.count_nonzero(src, axis=1) <= 2  # START and END only
+        return tf.where(empty[:, tf.newaxis], tf.constant(""), texts)
 
     def translate(
         self,
@@ -178,6 +201,15 @@ class Translator(tf.Module):
             return []
         texts = self.translate(sentences, config)["text"].numpy()
         return [text.decode("utf-8") for text in texts]
+
+    def all_beams(self, sentences: list[str], beam_size: int) -> list[list[str]]:
+        """Every beam's translation of each sentence, best first: beam search with `beam_size`
+        beams (the other settings this Translator's)."""
+        if not sentences:
+            return []
+        config = self.config.replace(beam_size=beam_size)
+        texts = self.graph_fn(config, all_beams=True)(validate_utf8(sentences))["alternatives"]
+        return [[t.decode("utf-8") for t in row] for row in texts.numpy()]
 
     def attention_tensors(self, sentences: tf.Tensor, ids: tf.Tensor) -> dict[str, tf.Tensor]:
         """Cross-attention of one translation, as tensors (eagerly or in a graph, such as the

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tf_transformer.backends.base import BaseTranslator, decoding_mode
+from tf_transformer.backends.base import BaseTranslator, decoding_mode, distinct
 from tf_transformer.backends.export_files import open_export, read_tokenizers
 from tf_transformer.config import DecodeConfig
 from tf_transformer.errors import TransformerError
@@ -46,7 +46,9 @@ class CTranslate2Translator(BaseTranslator):
             config,
             f"the CTranslate2 export {self.folder}",
         )
-        self.source_lang = meta.get("languages", {}).get("source", "pt")  # for the splitter
+        languages = meta.get("languages", {})
+        self.source_lang = languages.get("source", "pt")  # for the splitter
+        self.target_lang = languages.get("target", "en")
         self.tokenizers = read_tokenizers(self.folder, meta)
         try:
             import ctranslate2
@@ -64,6 +66,14 @@ class CTranslate2Translator(BaseTranslator):
 
     def translate(self, sentences: list[str]) -> list[str]:
         """One translation per sentence (an empty one for a sentence with no tokens)."""
+        return [texts[0] for texts in self._translate(sentences, 1)]
+
+    def translate_n_best(self, sentences: list[str], n: int) -> list[list[str]]:
+        return [distinct(texts)[:n] for texts in self._translate(sentences, n)]
+
+    def _translate(self, sentences: list[str], n: int) -> list[list[str]]:
+        """Each sentence's `n` best hypotheses, best first ("" for a sentence with no
+        tokens), from beam search with `max(n, beam_size)` beams."""
         source, target = self.tokenizers["source"], self.tokenizers["target"]
         cap = self.config.max_source_tokens - 2  # CTranslate2 adds START and END
         pieces = [
@@ -71,16 +81,20 @@ class CTranslate2Translator(BaseTranslator):
             for sentence in sentences
         ]
         full = [i for i, row in enumerate(pieces) if row]
-        texts = [""] * len(sentences)
+        texts = [[""] for _ in sentences]
         if not full:
             return texts
         results = self.translator.translate_batch(
             [pieces[i] for i in full],
-            beam_size=self.config.beam_size,
+            beam_size=max(n, self.config.beam_size),
+            num_hypotheses=n,
             length_penalty=self.config.length_penalty,
             max_decoding_length=self.config.max_new_tokens,
             suppress_sequences=[[RESERVED_TOKENS[PAD_ID]]],  # as our searches: never PAD
         )
         for i, result in zip(full, results):
-            texts[i] = target.detokenize(target.ids[t] for t in result.hypotheses[0])
+            texts[i] = [
+                target.detokenize(target.ids[t] for t in hypothesis)
+                for hypothesis in result.hypotheses
+            ]
         return texts

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tf_transformer.backends.base import BaseTranslator, decoding_mode
+from tf_transformer.backends.base import BaseTranslator, decoding_mode, distinct
 from tf_transformer.backends.export_files import open_export, read_tokenizers
 from tf_transformer.backends.litert.search import beam_search, greedy
 from tf_transformer.config import DecodeConfig
@@ -125,7 +125,9 @@ class LiteRTTranslator(BaseTranslator):
             self.folder, METADATA_FILE, EXPORT_AGAIN, config, f"the LiteRT export {self.folder}"
         )
         self.num_heads, self.depth = meta["num_heads"], meta["d_model"] // meta["num_heads"]
-        self.source_lang = meta.get("languages", {}).get("source", "pt")  # for the splitter
+        languages = meta.get("languages", {})
+        self.source_lang = languages.get("source", "pt")  # for the splitter
+        self.target_lang = languages.get("target", "en")
         self.num_layers, self.cache_length = meta["num_layers"], meta["cache_length"]
         self.tokenizers = read_tokenizers(self.folder, meta)
         self.encoder = _Interpreter(self.folder / meta["encoder"], num_threads)
@@ -142,16 +144,28 @@ class LiteRTTranslator(BaseTranslator):
 
     def translate(self, sentences: list[str]) -> list[str]:
         """One translation per sentence (an empty one for a sentence with no tokens)."""
+        return [texts[0] for texts in self._translate(sentences, None)]
+
+    def translate_n_best(self, sentences: list[str], n: int) -> list[list[str]]:
+        return [distinct(texts)[:n] for texts in self._translate(sentences, n)]
+
+    def _translate(self, sentences: list[str], n: int | None) -> list[list[str]]:
+        """Each sentence's translations: the best (`n` None), or every beam of a search with
+        `max(n, beam_size)` beams, best first ("" for a sentence with no tokens)."""
         ids = [self.source_ids(sentence) for sentence in sentences]
         full = [i for i, row in enumerate(ids) if len(row) > 2]
-        texts = [""] * len(sentences)
+        texts = [[""] for _ in sentences]
         if full:
             width = max(len(ids[i]) for i in full)
             src = np.zeros((len(full), width), np.int32)
             for row, i in enumerate(full):
                 src[row, : len(ids[i])] = ids[i]
-            for i, out in zip(full, self.decode(src)):
-                texts[i] = self.tokenizers["target"].detokenize(out)
+            if n is None:
+                beams = self.decode(src)[:, np.newaxis]
+            else:
+                beams = self.decode(src, max(n, self.config.beam_size), all_beams=True)
+            for i, rows in zip(full, beams):
+                texts[i] = [self.tokenizers["target"].detokenize(out) for out in rows]
         return texts
 
     def source_ids(self, sentence: str) -> list[int]:
@@ -160,11 +174,17 @@ class LiteRTTranslator(BaseTranslator):
         return [START_ID, *ids[1:-1][: self.config.max_source_tokens - 2], END_ID]
 
     def decode(
-        self, src: np.ndarray, beam_size: int | None = None, *, min_length: int = 0
+        self,
+        src: np.ndarray,
+        beam_size: int | None = None,
+        *,
+        min_length: int = 0,
+        all_beams: bool = False,
     ) -> np.ndarray:
         """int32 `(batch, src_len)` source ids -> int32 `(batch, len)` ids, START first, PAD
-        after END (`DecodeOutput.ids`, trimmed to the longest). `min_length`: END is banned
-        before this many tokens (benchmarks force a length with it)."""
+        after END (`DecodeOutput.ids`, trimmed to the longest); `all_beams`: every beam, best
+        first, `(batch, beams, len)`. `min_length`: END is banned before this many tokens
+        (benchmarks force a length with it)."""
         beam = self.config.beam_size if beam_size is None else beam_size
         batch, rows = src.shape[0], src.shape[0] * beam
         self.encoder.resize({"source_ids": src.shape})
@@ -188,9 +208,16 @@ class LiteRTTranslator(BaseTranslator):
         del views  # no view is held across `invoke` (`_Interpreter`)
         settings = self.config
         if beam == 1:
-            return greedy(self.run_step, batch, settings.max_new_tokens, min_length)
+            ids = greedy(self.run_step, batch, settings.max_new_tokens, min_length)
+            return ids[:, np.newaxis] if all_beams else ids
         return beam_search(
-            self.run_step, batch, beam, settings.max_new_tokens, settings.length_penalty, min_length
+            self.run_step,
+            batch,
+            beam,
+            settings.max_new_tokens,
+            settings.length_penalty,
+            min_length,
+            all_beams=all_beams,
         )
 
     def cache_positions(self) -> int:

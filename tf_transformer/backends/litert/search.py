@@ -65,9 +65,17 @@ def greedy(run_step, batch: int, steps: int, min_length: int = 0) -> np.ndarray:
 
 
 def beam_search(
-    run_step, batch: int, beam: int, steps: int, penalty: float, min_length: int = 0
+    run_step,
+    batch: int,
+    beam: int,
+    steps: int,
+    penalty: float,
+    min_length: int = 0,
+    *,
+    all_beams: bool = False,
 ) -> np.ndarray:
-    """`beam_search.beam_search` in numpy (its docstring has the policy): the best hypothesis.
+    """`beam_search.beam_search` in numpy (its docstring has the policy): the best hypothesis,
+    or with `all_beams` every beam, best first: `(batch, beam, len)`.
 
     Args:
       run_step: `(ids (rows,), step, parents) -> logits (rows, vocab)`, a copy it may change;
@@ -124,6 +132,7 @@ def beam_search(
         ids[:, step + 1] = token
         if (finished | np.isinf(log_probs)).all():
             break
-    best = top_k((log_probs / penalties[lengths]).reshape(batch, beam), 1)[:, 0]
-    best += np.arange(batch) * beam
-    return ids[best, : lengths[best].max() + 1]
+    order = top_k((log_probs / penalties[lengths]).reshape(batch, beam), beam if all_beams else 1)
+    order += np.arange(batch)[:, None] * beam
+    kept = ids[order, : lengths[order].max() + 1]  # (batch, beams kept, len)
+    return kept if all_beams else kept[:, 0]
