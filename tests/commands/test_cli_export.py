@@ -42,7 +42,7 @@ def test_export_writes_the_next_version(base_dir, capsys):
     (meta_graph,) = proto.meta_graphs
     assert list(meta_graph.meta_info_def.tags) == ["serve"]
     signatures = set(meta_graph.signature_def) - {"__saved_model_init_op"}
-    assert signatures == {"serving_default", "greedy", "attention"}
+    assert signatures == {"serving_default", "greedy", "attention", "alternatives"}
     assert not [f for f in meta_graph.graph_def.library.function if f.attr["_XlaMustCompile"].b]
     assert len(read_warmup_requests(base_dir / "2")) == 3  # graph mode: one per signature
     assert "--xla_cpu_compilation_enabled" not in out

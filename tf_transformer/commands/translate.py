@@ -61,6 +61,16 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--batch-size", type=positive_int, default=32, help="Sentences per batch (default: 32)."
     )
+    parser.add_argument(
+        "--n-best",
+        type=positive_int,
+        default=None,
+        metavar="K",
+        help="Print each sentence's K best distinct translations, best first, as lines "
+        "`INDEX ||| TRANSLATION` (INDEX: the sentence's, from 0; fewer lines when beams read "
+        "alike). Beam search with at least K beams; a SavedModel gives at most its export's "
+        "beam size.",
+    )
     parser.add_argument("--checkpoint", default=None, metavar="CHECKPOINT", help=CHECKPOINT_HELP)
     parser.add_argument(
         "--plot-attention",
@@ -141,8 +151,17 @@ def write_translations(args: argparse.Namespace, translator) -> list[str]:
         return []
     sentences = read_sentences(args)
     for start in range(0, len(sentences), args.batch_size):
-        for text in translator.translate(sentences[start : start + args.batch_size]):
-            sys.stdout.write(text + "\n")
+        batch = sentences[start : start + args.batch_size]
+        if args.n_best is None:
+            lines = translator.translate(batch)
+        else:
+            lines = [
+                f"{start + index} ||| {text}"
+                for index, texts in enumerate(translator.translate_n_best(batch, args.n_best))
+                for text in texts
+            ]
+        for line in lines:
+            sys.stdout.write(line + "\n")
         sys.stdout.flush()
     return sentences
 
@@ -152,6 +171,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.output is not None and args.file is None:
         raise InvalidValueError("--output goes with --file (the text to translate).")
+    if args.n_best is not None and args.file is not None:
+        raise InvalidValueError(
+            "--n-best lists a sentence's translations: give sentences, not --file."
+        )
     args.document = None if args.file is None else read_document(args)
     if args.server:
         return translate_with_server(args)

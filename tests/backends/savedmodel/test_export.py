@@ -140,7 +140,7 @@ def test_layout_and_signatures(export_dir, loaded):
         "source.pt.vocab",
         "target.en.vocab",
     ]
-    assert set(loaded.signatures) == {"serving_default", "greedy", "attention"}
+    assert set(loaded.signatures) == {"serving_default", "greedy", "attention", "alternatives"}
     for name in ("serving_default", "greedy"):
         fn = loaded.signatures[name]
         (spec,) = fn.structured_input_signature[1].values()

@@ -117,7 +117,7 @@ def test_jit_compile_is_kept_in_the_saved_graph_and_signatures_do_not_change(
     assert all("decode" in name for name in must_compile(xla))
     assert must_compile(graph) == []
     assert _signature_specs(xla) == _signature_specs(graph)
-    assert set(_signature_specs(xla)) == {"serving_default", "greedy", "attention"}
+    assert set(_signature_specs(xla)) == {"serving_default", "greedy", "attention", "alternatives"}
 
 
 @pytest.mark.parametrize("batch, bucket", [(1, 1), (2, 2), (3, 4), (4, 4), (5, 8), (9, 16)])

@@ -110,9 +110,21 @@ class ExportModule(tf.Module):
         sentences = tf.ensure_shape(sentences, [None])
         return batch_outputs(self._translate_fn(self.config.replace(beam_size=1)), sentences)
 
-    def _translate_fn(self, config: DecodeConfig):
+    def _alternatives(self, sentences: tf.Tensor) -> dict[str, tf.Tensor]:
+        sentences = tf.ensure_shape(sentences, [None])
+        translate = self._translate_fn(self.config, all_beams=True)
+
+        def outputs():
+            return {"alternatives": translate(sentences)["alternatives"]}
+
+        def nothing():
+            return {"alternatives": tf.zeros([0, self.config.beam_size], tf.string)}
+
+        return tf.cond(tf.size(sentences) > 0, outputs, nothing)
+
+    def _translate_fn(self, config: DecodeConfig, *, all_beams: bool = False):
         """The Translator's function; under XLA, on a batch padded to a power of two."""
-        translate = self.translator.graph_fn(config)
+        translate = self.translator.graph_fn(config, all_beams=all_beams)
         if not self.jit_compile:
             return translate
 
@@ -135,8 +147,9 @@ class ExportModule(tf.Module):
     def signatures(self) -> dict[str, tf.types.experimental.ConcreteFunction]:
         """The SavedModel signatures (traced on first use): name -> concrete function.
 
-        `serving_default` and `greedy` take `sentences` string `[None]`; `attention` takes
-        `sentence` string `[]` (docs/serving.md lists the outputs).
+        `serving_default`, `greedy` and `alternatives` (every beam of `serving_default`'s
+        search, best first) take `sentences` string `[None]`; `attention` takes `sentence`
+        string `[]` (docs/serving.md lists the outputs).
         """
         functions = self._untracked.functions
         if not functions:
@@ -151,6 +164,9 @@ class ExportModule(tf.Module):
             )
             functions["attention"] = tf.function(
                 self._attention, input_signature=[SENTENCE], autograph=False
+            )
+            functions["alternatives"] = tf.function(
+                self._alternatives, input_signature=[SENTENCES], autograph=False
             )
         return {name: fn.get_concrete_function() for name, fn in functions.items()}
 

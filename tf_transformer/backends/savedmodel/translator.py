@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tf_transformer.backends.base import Attention, BaseTranslator, merge_decoding
+from tf_transformer.backends.base import Attention, BaseTranslator, distinct, merge_decoding
 from tf_transformer.config import DecodeConfig
 from tf_transformer.errors import InvalidValueError
 
@@ -51,6 +51,7 @@ class SavedModelTranslator(BaseTranslator):
         self.signature, self.config = exported_decoding(
             f"the SavedModel {version_dir}", exported, config, jit_compile
         )
+        self.beams = (exported or {}).get("beam_size") or 1  # of the `alternatives` signature
         import tensorflow as tf
         import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
 
@@ -64,6 +65,23 @@ class SavedModelTranslator(BaseTranslator):
             return []
         signature = self.loaded.signatures[self.signature]
         return texts(signature(sentences=tf.constant(list(sentences), tf.string))["translations"])
+
+    def translate_n_best(self, sentences: list[str], n: int) -> list[list[str]]:
+        """The `alternatives` signature's beams, without repeats: at most the export's beam
+        size."""
+        import tensorflow as tf
+
+        signature = self.loaded.signatures.get("alternatives")
+        if signature is None or n > self.beams:
+            have = "no alternatives signature" if signature is None else f"{self.beams} beams"
+            raise InvalidValueError(
+                f"{self.description} has {have}: {n} translations a sentence need an export "
+                f"with --beam-size {n} or more (tf-transformer export RUN_DIR --beam-size {n})."
+            )
+        if not sentences:
+            return []
+        out = signature(sentences=tf.constant(list(sentences), tf.string))["alternatives"]
+        return [distinct([t.decode("utf-8") for t in row])[:n] for row in out.numpy()]
 
     def attention(self, sentence: str) -> Attention:
         import tensorflow as tf
