@@ -98,7 +98,7 @@ def test_json_lists_paragraphs_and_alternatives():
 BAD = [
     ({"q": "", "source": "pt", "target": "en"}, 400, "missing q parameter"),
     ({"q": "a" * 401, "source": "pt", "target": "en"}, 400, "exceeds text limit (400)"),
-    ({"q": ["a", "b", "c"], "source": "pt", "target": "en"}, 400, "exceeds text limit (2)"),
+    ({"q": ["a", "b", "c"], "source": "pt", "target": "en"}, 400, "exceeds batch limit (2)"),
     ({"q": "olá", "source": "de", "target": "en"}, 400, "de is not supported"),
     ({"q": "olá", "source": "pt", "target": "fr"}, 400, "fr is not supported"),
     ({"q": "olá", "source": "pt", "target": "en", "alternatives": 9}, 400, "between 0 and 5"),

@@ -102,7 +102,7 @@ def parse_translate(body: dict[str, Any], limits: Limits, languages: tuple[str, 
     if batch and limits.batch_limit != -1 and len(texts) > limits.batch_limit:
         raise RequestError(
             400,
-            f"Invalid request: request ({len(texts)}) exceeds text limit ({limits.batch_limit})",
+            f"Invalid request: request ({len(texts)}) exceeds batch limit ({limits.batch_limit})",
         )
     chars = sum(len(text) for text in texts)
     if limits.char_limit != -1 and chars > limits.char_limit:
