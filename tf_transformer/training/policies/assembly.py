@@ -35,7 +35,8 @@ class PolicyInputs:
     Attributes:
       run: the run directory (the averaged checkpoint goes there; a worker other than the chief
         reports the chief's latest checkpoint).
-      model_config: the model's configuration (written beside the averaged weights).
+      model_config: the model's configuration (builds the model the averaged checkpoints restore
+        into).
       train_config: the limits, the checkpoint and evaluation periods, `average_last`.
       workers: the agreement between the workers; `workers.chief` says who writes.
       started: `time.monotonic()` when the call started (`max_minutes` counts from it).
