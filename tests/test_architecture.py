@@ -1,6 +1,6 @@
-"""The package's shape, read from the source (no imports run): what each stage may import, no
-import cycles, modules under 300 lines, folders of at most 12 modules, no import of a module or
-name that does not exist."""
+"""The package's shape, read from the source (no imports run): what each stage may import,
+modules under 300 lines, folders of at most 12 modules, no import of a module or name that does
+not exist (no import cycles: tests/test_import_cycles.py)."""
 
 from __future__ import annotations
 
@@ -101,102 +101,6 @@ def test_the_inference_side_reads_runs_and_special_tokens_but_not_the_trainer():
     for path in [*(PACKAGE / "inference").rglob("*.py"), *(PACKAGE / "backends").rglob("*.py")]:
         imported |= _imports(path)
     assert {"tf_transformer.run_dir", "tf_transformer.text.special_tokens"} <= imported
-
-
-def _runtime_nodes(tree: ast.AST):
-    """Every node of `tree` but those under `if TYPE_CHECKING:` (imports for annotations only,
-    which never run)."""
-    for node in ast.iter_child_nodes(tree):
-        test = node.test if isinstance(node, ast.If) else None
-        if getattr(test, "id", getattr(test, "attr", None)) == "TYPE_CHECKING":
-            yield from (n for child in node.orelse for n in [child, *_runtime_nodes(child)])
-            continue
-        yield node
-        yield from _runtime_nodes(node)
-
-
-def import_graph(root: Path, package: str) -> dict[str, set[str]]:
-    """Module -> the modules of `package` (a folder under `root`) it imports, at any depth.
-
-    `from a.b import c` is an edge to `a.b.c` when that is a module, else to `a.b` (the module
-    that defines `c`). A module's implicit import of its parent packages is not an edge.
-    """
-    paths = sorted((root / package).rglob("*.py"))
-    modules = {_module_name(path, root) for path in paths}
-
-    def defining_module(name: str) -> str:
-        while name and name not in modules:
-            name = name.rpartition(".")[0]
-        return name
-
-    graph = {}
-    for path in paths:
-        names = set()
-        for node in _runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                names.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                for alias in node.names:
-                    name = f"{node.module}.{alias.name}"
-                    names.add(name if name in modules else node.module)
-        edges = {defining_module(n) for n in names if n.startswith(package + ".") or n == package}
-        module = _module_name(path, root)
-        graph[module] = edges - {module, ""}
-    return graph
-
-
-def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan), each sorted."""
-    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for other in sorted(graph.get(node, ())):
-            if other not in index:
-                visit(other)
-                low[node] = min(low[node], low[other])
-            elif other in on_stack:
-                low[node] = min(low[node], index[other])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                other = stack.pop()
-                on_stack.discard(other)
-                component.append(other)
-                if other == node:
-                    break
-            if len(component) > 1:
-                cycles.append(sorted(component))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return cycles
-
-
-def test_no_import_cycles():
-    assert import_cycles(import_graph(PACKAGE.parent, "tf_transformer")) == []
-
-
-def test_the_cycle_check_finds_a_cycle_through_a_lazy_import(tmp_path):
-    # The shape serving.py <-> grpc_client.py had: one side imports the other inside a function.
-    package = tmp_path / "pkg"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "rest.py").write_text("def client():\n    from pkg.grpc import Client\n")
-    (package / "grpc.py").write_text("from pkg.rest import client\n")
-    (package / "base.py").write_text("import pkg.rest\n")
-    (package / "typed.py").write_text(
-        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.base import x\n"
-    )
-    graph = import_graph(tmp_path, "pkg")
-    assert graph["pkg.rest"] == {"pkg.grpc"} and graph["pkg.base"] == {"pkg.rest"}
-    assert graph["pkg.typed"] == set()  # annotations only: never imported
-    assert import_cycles(graph) == [["pkg.grpc", "pkg.rest"]]
-    (package / "grpc.py").write_text("")
-    assert import_cycles(import_graph(tmp_path, "pkg")) == []
 
 
 def test_no_module_is_over_300_lines():

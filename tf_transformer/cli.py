@@ -8,19 +8,21 @@ any `tf_transformer.errors.TransformerError` (`is_user_error`): `CLIError`, the 
 `raise` statements use for bad values and paths), and the data, training and serving errors.
 They are told apart by type: anything else (from TensorFlow, or a bug of ours: a ValueError
 inside numpy) is not the user's to fix, and shows its traceback.
+TensorFlow's C++ log lines are left out unless the user sets `TF_CPP_MIN_LOG_LEVEL`
+(`commands.tensorflow_logs`).
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
-import os
 import sys
 import warnings
 
 # The command modules import neither TensorFlow nor the training code at import time (each
 # `run` imports what it needs), so building the parser stays fast and a bad flag fails at once.
 from tf_transformer.commands import evaluate, export, serve, train, translate
+from tf_transformer.commands.tensorflow_logs import set_log_level, tensorflow_import_held
 from tf_transformer.errors import TransformerError, TransformerWarning
 
 COMMANDS = {
@@ -103,15 +105,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Runs one command: `argv` (default: the program's arguments, and then, as the program,
-    with fewer garbage collections: `TRACING_GC_THRESHOLD`). Returns the exit code."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    with fewer garbage collections: `TRACING_GC_THRESHOLD`). Returns the exit code.
+
+    TensorFlow logs at `TF_CPP_MIN_LOG_LEVEL` 3 (FATAL only) unless the variable is set; when
+    a command imports it, the lines its libraries print as they load are held to that level
+    (`commands.tensorflow_logs`).
+    """
+    set_log_level()
     if argv is None:  # the program itself (`tf-transformer`, `python -m tf_transformer.cli`)
         gc.set_threshold(*TRACING_GC_THRESHOLD)
         argv = sys.argv[1:]
     # The command, for the warning lines: the top-level parser takes no option but --help.
     command = argv[0] if argv and argv[0] in COMMANDS else None
-    with warnings.catch_warnings():  # the package's warnings as one line each
-        warnings.simplefilter("always", TransformerWarning)
+    with warnings.catch_warnings(), tensorflow_import_held():
+        warnings.simplefilter("always", TransformerWarning)  # the package's, one line each
         warnings.showwarning = _warning_printer(command, warnings.showwarning)
         return _run(build_parser(), argv)
 

@@ -1,6 +1,7 @@
 import contextlib
 import io
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -39,8 +40,17 @@ OPTIONS = [
 ]
 
 
-def start_cli(*args, stdin=""):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(REPO_ROOT))
+# A line of TensorFlow's C++ log (absl's prefix), or absl's notice that comes before them.
+C_LOG_LINE = re.compile(r"[IWEF]\d{4} \d\d:\d\d:\d+\.\d+ +\d+ \S+:\d+\] |WARNING: All log messages")
+
+
+def start_cli(*args, stdin="", log_level=None):
+    """`tf-transformer translate ARGS` in a new process; `log_level`: the user's
+    TF_CPP_MIN_LOG_LEVEL (None: unset, the CLI's own choice)."""
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    env.pop("TF_CPP_MIN_LOG_LEVEL", None)  # tests/conftest.py sets it for this process
+    if log_level is not None:
+        env["TF_CPP_MIN_LOG_LEVEL"] = log_level
     process = subprocess.Popen(
         [sys.executable, "-m", "tf_transformer.cli", "translate", *map(str, args)],
         stdin=subprocess.PIPE,
@@ -87,6 +97,7 @@ def runs(tmp_path_factory):
     processes = {
         "stdin": start_cli(root, *OPTIONS, stdin="\n".join(STDIN_LINES) + "\n"),
         "missing": start_cli(root / "nope", "o carro ."),
+        "user level": start_cli(root, *ARGS_SENTENCES, *OPTIONS, log_level="0"),
     }
     document, output = root / "in.txt", root / "out.txt"
     document.write_bytes(DOCUMENT.encode("utf-8"))
@@ -130,6 +141,22 @@ def test_missing_run_dir_is_one_error_line_and_exit_2(runs):
     assert stdout == ""
     lines = [line for line in stderr.splitlines() if line.startswith("tf-transformer")]
     assert len(lines) == 1 and "does not exist" in lines[0], stderr
+
+
+def test_a_user_set_tensorflow_log_level_is_kept(runs):
+    # That process ran with TF_CPP_MIN_LOG_LEVEL=0: TensorFlow's own lines (at load: oneDNN,
+    # the CPU's instructions, CUDA) reach stderr as the user asked, and it still translates.
+    code, stdout, stderr = runs["results"]["user level"]
+    assert code == 0 and stdout.splitlines() == runs["expected"]["args"], stderr
+    assert any(C_LOG_LINE.match(line) for line in stderr.splitlines()), stderr
+
+
+def test_translating_prints_no_tensorflow_log_line_or_keras_warning(runs):
+    # The stdin process ran as a user starts it, with no TF_CPP_MIN_LOG_LEVEL: stderr holds
+    # the checkpoint it read and nothing else (no C++ log line, no Keras `build()` warning).
+    code, _, stderr = runs["results"]["stdin"]
+    assert code == 0, stderr
+    assert [line.split(":")[0] for line in stderr.splitlines()] == ["latest checkpoint"], stderr
 
 
 def test_translates_a_file_keeping_its_layout(runs):

@@ -1,8 +1,12 @@
+import warnings
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_transformer.layers import Decoder, Encoder
+from tf_transformer.config import get_preset
+from tf_transformer.layers import Decoder, DecoderLayer, Encoder, EncoderLayer
+from tf_transformer.model import Transformer
 
 IDS = tf.constant(np.random.default_rng(0).integers(1, 50, size=(8, 25)), tf.int32)
 
@@ -63,3 +67,37 @@ def test_stack_config_carries_the_dropouts_to_every_layer():
     assert block.self_attention.attention_dropout == block.cross_attention.attention_dropout == 0.1
     assert block.ffn.activation_dropout == 0.2
     assert clone.word_dropout_layer.rate == 0.3
+
+
+def keras_warnings(action) -> list[str]:
+    """The warnings that `action()` gives (each time, not once per place)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        action()
+    return [str(warning.message) for warning in caught]
+
+
+def test_the_layers_build_their_sublayers_without_a_keras_warning():
+    # Keras 3 warns "`build()` was called on layer ..., however the layer does not have a
+    # `build()` method" when a layer with sublayers leaves them unbuilt: each of ours builds
+    # them with their shapes, whether built explicitly (as `Stack.build` builds its layers) or
+    # by a first call.
+    x = tf.random.uniform((2, 5, 8))
+    shape = (None, None, 8)
+    sizes = {"d_model": 8, "num_heads": 2, "dff": 16}
+    ids = IDS[:2, :6]
+    model = Transformer.from_config(get_preset("tiny").replace(d_model=8, num_heads=2, dff=16))
+    actions = {
+        "encoder layer built": lambda: EncoderLayer(**sizes).build(shape),
+        "decoder layer built": lambda: DecoderLayer(**sizes).build(shape),
+        "encoder layer called": lambda: EncoderLayer(**sizes)(x),
+        "decoder layer called": lambda: DecoderLayer(**sizes)(x, x),
+        "stack called": lambda: Decoder(**sizes, num_layers=1, vocab_size=50)(ids, x),
+        "model called": lambda: model((ids, ids)),
+    }
+    found = {name: keras_warnings(action) for name, action in actions.items()}
+    assert found == {name: [] for name in actions}
+    assert all(layer.built for layer in model._flatten_layers()) and model.count_params() > 0
+    # A layer that left its sublayers to Keras (as the tutorial baseline's blocks do) warns.
+    unbuilt = type("Unbuilt", (DecoderLayer,), {"build": tf.keras.layers.Layer.build})
+    assert any("build()" in text for text in keras_warnings(lambda: unbuilt(**sizes).build(shape)))

@@ -237,4 +237,4 @@ def train(
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
-    return policies.result(model, session, history)
+    return policies.result(model, history)

@@ -18,7 +18,7 @@ from tf_transformer.run_dir import RunDir
 from tf_transformer.training.checkpoints import make_checkpoint_manager
 from tf_transformer.training.distribute import Workers, describe_lost_worker, get_strategy
 from tf_transformer.training.logs import file_writer
-from tf_transformer.training.policies.assembly import TrainingPolicies
+from tf_transformer.training.policies.assembly import PolicyInputs, TrainingPolicies
 from tf_transformer.training.policies.progress import Progress
 from tf_transformer.training.policies.stop_signal import StopSignal
 from tf_transformer.training.step.mixed_precision import (
@@ -163,6 +163,18 @@ class Session:
         custom loop's validation loss."""
         return file_writer(self.run.logs_path / "validation", chief=self.chief)
 
+    def policy_inputs(self) -> PolicyInputs:
+        """What the call's policies read of it: its run, configs, workers and start, and its
+        `validation_writer` (made when a policy first asks for it)."""
+        return PolicyInputs(
+            run=self.run,
+            model_config=self.model_config,
+            train_config=self.train_config,
+            workers=self.workers,
+            started=self.started,
+            validation_writer=lambda: self.validation_writer,
+        )
+
     @contextlib.contextmanager
     def policies(
         self,
@@ -179,7 +191,11 @@ class Session:
         try:
             with StopSignal() as signal:
                 yield TrainingPolicies.make(
-                    session=self, progress=progress, manager=manager, signal=signal, **options
+                    inputs=self.policy_inputs(),
+                    progress=progress,
+                    manager=manager,
+                    signal=signal,
+                    **options,
                 )
         except _PEER_ERRORS as error:
             if not self.workers.multi_worker:

@@ -279,4 +279,4 @@ def fit(
         {"epoch": epoch + 1, **{name: values[i] for name, values in history.history.items()}}
         for i, epoch in enumerate(history.epoch)
     ]
-    return policies.result(model, session, records)
+    return policies.result(model, records)
