@@ -58,7 +58,9 @@ BAD_FLAGS = [
     (["evaluate", "run", "--beam-size", "0"], "must be a positive integer, got 0"),
     (["export", "run", "--version", "-1"], "must be a positive integer, got -1"),
     (["export", "run", "--max-new-tokens", "zero"], "invalid positive_int value: 'zero'"),
-    (["serve"], "invalid choice: 'serve'"),
+    (["serve"], "the following arguments are required: PATH"),
+    (["serve", "run", "--port", "x"], "invalid int value: 'x'"),
+    (["serving"], "invalid choice: 'serving'"),
     ([], "the following arguments are required: COMMAND"),
 ]
 

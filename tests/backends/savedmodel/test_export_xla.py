@@ -112,8 +112,9 @@ def test_jit_compile_is_kept_in_the_saved_graph_and_signatures_do_not_change(
             if f.attr["_XlaMustCompile"].b
         ]
 
-    # The greedy and the beam-search decoding loop (encoder included), one function each.
-    assert len(must_compile(xla)) == 2
+    # The greedy, the beam-search and the all-beams (alternatives) decoding loop (encoder
+    # included), one function each.
+    assert len(must_compile(xla)) == 3
     assert all("decode" in name for name in must_compile(xla))
     assert must_compile(graph) == []
     assert _signature_specs(xla) == _signature_specs(graph)
