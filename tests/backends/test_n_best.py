@@ -72,5 +72,15 @@ def test_translate_n_best_prints_indexed_lines(capsys):
     assert lines == [f"{i} ||| {text}" for i, texts in enumerate(expected) for text in texts]
     assert cli.main(["translate", str(run), "--file", "x.txt", "--n-best", "2"]) == 2
     assert "--n-best lists a sentence's translations" in capsys.readouterr().err
-    assert cli.main(["translate", "--server", "http://127.0.0.1:9", "olá", "--n-best", "2"]) == 2
-    assert "gives one translation a sentence" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", ["rest", "grpc"])
+def test_a_served_model_lists_its_export_beams(kind):
+    from tests.serve_export import served_export
+
+    path, _ = tiny_export()
+    expected = open_translator(path).translate_n_best(SENTENCES, BEAM_SIZE)
+    with served_export(path, kind, "tiny") as (url, _):
+        served = open_translator(url, model_name="tiny")
+        assert served.translate_n_best(SENTENCES, BEAM_SIZE) == expected
+        assert served.translate_n_best(SENTENCES, 1) == [texts[:1] for texts in expected]

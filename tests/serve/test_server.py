@@ -161,3 +161,17 @@ def test_serve_says_what_is_missing_in_one_line(tmp_path, capsys):
     assert "is neither a run directory nor an export" in capsys.readouterr().err
     assert cli.main(["serve", str(tiny_run_dir().root), "--api-keys", str(tmp_path / "k")]) == 2
     assert "--api-keys" in capsys.readouterr().err
+
+
+def test_a_torn_model_stops_serve_with_one_line(tmp_path, capsys):
+    pytest.importorskip("ai_edge_litert")
+    out = tmp_path / "litert"
+    assert (
+        cli.main(["export", str(tiny_run_dir().root), "--format", "litert", "--out", str(out)]) == 0
+    )
+    capsys.readouterr()
+    encoder = out / "1" / "encoder.tflite"
+    encoder.write_bytes(encoder.read_bytes()[:1000])  # a copy cut short
+    assert cli.main(["serve", str(out), "--port", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{encoder} is damaged" in err

@@ -88,8 +88,8 @@ class BaseTranslator:
         """Each sentence's `n` best distinct translations, best first (fewer when beams read
         alike): beam search with at least `n` beams."""
         raise InvalidValueError(
-            f"{self.description} gives one translation a sentence: alternatives need the run "
-            "directory, a LiteRT or a CTranslate2 export."
+            f"{self.description} gives one translation a sentence: alternatives need a run "
+            "directory or an export (SavedModel, LiteRT, CTranslate2)."
         )
 
     def translate_document(self, text: str, *, batch_size: int = 32) -> str:

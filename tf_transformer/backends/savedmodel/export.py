@@ -115,10 +115,15 @@ class ExportModule(tf.Module):
         translate = self._translate_fn(self.config, all_beams=True)
 
         def outputs():
-            return {"alternatives": translate(sentences)["alternatives"]}
+            result = translate(sentences)
+            return {"translations": result["text"], "alternatives": result["alternatives"]}
 
         def nothing():
-            return {"alternatives": tf.zeros([0, self.config.beam_size], tf.string)}
+            empty = tf.zeros([0], tf.string)
+            return {
+                "translations": empty,
+                "alternatives": tf.zeros([0, self.config.beam_size], tf.string),
+            }
 
         return tf.cond(tf.size(sentences) > 0, outputs, nothing)
 

@@ -3,7 +3,7 @@ the URL's scheme, and `ServerTranslator` puts the translator's face on it."""
 
 from __future__ import annotations
 
-from tf_transformer.backends.base import BaseTranslator
+from tf_transformer.backends.base import BaseTranslator, distinct
 from tf_transformer.backends.savedmodel.client import BatchingClient
 from tf_transformer.backends.savedmodel.translator import exported_decoding
 from tf_transformer.config import DecodeConfig
@@ -37,6 +37,7 @@ class ServerTranslator(BaseTranslator):
     ):
         where = f"the served model {model_name!r}"
         self.signature, self.config = exported_decoding(where, None, config, False)
+        self.url, self.model_name, self.batch_size = url, model_name, batch_size
         self.client = serving_client(
             url, model_name, signature=self.signature, batch_size=batch_size
         )
@@ -44,3 +45,20 @@ class ServerTranslator(BaseTranslator):
 
     def translate(self, sentences: list[str]) -> list[str]:
         return self.client.translate(list(sentences))
+
+    def translate_n_best(self, sentences: list[str], n: int) -> list[list[str]]:
+        """The `alternatives` signature's beams, repeats left out: at most the export's beam
+        size (the server does not say it)."""
+        if not sentences:
+            return []
+        client = serving_client(
+            self.url, self.model_name, signature="alternatives", batch_size=self.batch_size
+        )
+        with client:
+            rows = client.predict(list(sentences))
+        return [distinct([text_of(t) for t in row["alternatives"]])[:n] for row in rows]
+
+
+def text_of(value) -> str:
+    """An answer's string, as REST (str) or gRPC (bytes) gives it."""
+    return value.decode("utf-8") if isinstance(value, bytes) else value
