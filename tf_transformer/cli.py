@@ -9,7 +9,7 @@ any `tf_transformer.errors.TransformerError` (`is_user_error`): `CLIError`, the 
 They are told apart by type: anything else (from TensorFlow, or a bug of ours: a ValueError
 inside numpy) is not the user's to fix, and shows its traceback.
 TensorFlow's C++ log lines are left out unless the user sets `TF_CPP_MIN_LOG_LEVEL`
-(`commands.tensorflow_logs`).
+(`native_logs`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import warnings
 # The command modules import neither TensorFlow nor the training code at import time (each
 # `run` imports what it needs), so building the parser stays fast and a bad flag fails at once.
 from tf_transformer.commands import evaluate, export, serve, train, translate
-from tf_transformer.commands.tensorflow_logs import set_log_level, tensorflow_import_held
 from tf_transformer.errors import TransformerError, TransformerWarning
+from tf_transformer.native_logs import set_log_level, tensorflow_import_held
 
 COMMANDS = {
     "train": train,
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
 
     TensorFlow logs at `TF_CPP_MIN_LOG_LEVEL` 3 (FATAL only) unless the variable is set; when
     a command imports it, the lines its libraries print as they load are held to that level
-    (`commands.tensorflow_logs`).
+    (`native_logs`).
     """
     set_log_level()
     if argv is None:  # the program itself (`tf-transformer`, `python -m tf_transformer.cli`)

@@ -20,6 +20,7 @@ from tf_transformer.backends.export_files import open_export, read_tokenizers
 from tf_transformer.backends.litert.search import beam_search, greedy
 from tf_transformer.config import DecodeConfig
 from tf_transformer.errors import TransformerError
+from tf_transformer.native_logs import litert_lines_held
 from tf_transformer.text.special_tokens import END_ID, START_ID
 
 METADATA_FILE = "litert.json"  # what the export writes, and a runtime reads first
@@ -72,7 +73,8 @@ class _Interpreter:
         self.views = {}  # they point into the buffers that allocating frees
         for name, shape in shapes.items():
             self.interpreter.resize_tensor_input(self.inputs[name], shape, strict=False)
-        self.interpreter.allocate_tensors()
+        with litert_lines_held():  # the first one logs that it made the XNNPACK delegate
+            self.interpreter.allocate_tensors()
         self.shapes = shapes
         self.views = {n: self._view(n) for n, shape in shapes.items() if shape}
         self.checked = False

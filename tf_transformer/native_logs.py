@@ -1,4 +1,6 @@
-"""The CLI's TensorFlow without its C++ log lines: the log level, and the lines printed at load.
+"""The C++ libraries' log lines (TensorFlow's, LiteRT's) held to the log level.
+
+The CLI's TensorFlow without its C++ log lines: the log level, and the lines printed at load.
 
 TensorFlow's C++ code logs through absl to stderr, filtered by the `TF_CPP_MIN_LOG_LEVEL`
 environment variable (0: all, 1: no INFO, 2: no WARNING either, 3: FATAL only), read when it
@@ -39,6 +41,10 @@ QUIET_LEVEL = "3"
 # initialised its clock reads `0000 00:00:<seconds since 1970>`.
 _LOG_LINE = re.compile(rb"([IWEF])\d{4} \d\d:\d\d:\d+\.\d+ +\d+ [^\s\]]+:\d+\] ")
 _SEVERITIES = b"IWEF"  # a line of severity _SEVERITIES[i] shows at the levels 0 to i
+# LiteRT's own logger (tflite::logging_internal::MinimalLogger): `SEVERITY: message`.
+_LITERT_LINE = re.compile(rb"(VERBOSE|INFO|WARNING|ERROR): ")
+# A line's severity on TF_CPP_MIN_LOG_LEVEL's scale: shown at that level and below.
+_LITERT_SEVERITIES = {b"VERBOSE": 0, b"INFO": 0, b"WARNING": 1, b"ERROR": 2}
 # What absl prints before its first line when nobody called absl::InitializeLog().
 _NOT_INITIALIZED = (
     b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR"
@@ -68,7 +74,23 @@ def shown(line: bytes, level: int) -> bool:
     if line.rstrip(b"\r\n") == _NOT_INITIALIZED:
         return level <= 0
     match = _LOG_LINE.match(line)
-    return match is None or _SEVERITIES.index(match[1]) >= level
+    if match is not None:
+        return _SEVERITIES.index(match[1]) >= level
+    match = _LITERT_LINE.match(line)
+    return match is None or _LITERT_SEVERITIES[match[1]] >= level
+
+
+@contextlib.contextmanager
+def litert_lines_held() -> Iterator[None]:
+    """The block's stderr held to `log_level()` (`stderr_held_to`), for the LiteRT call that
+    logs "INFO: Created TensorFlow Lite XNNPACK delegate for CPU." (a runtime's first
+    `allocate_tensors`); level 0 (the variable unset, as in a user's own program) holds nothing."""
+    level = log_level()
+    if level <= 0:
+        yield
+        return
+    with stderr_held_to(level):
+        yield
 
 
 @contextlib.contextmanager

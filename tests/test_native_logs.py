@@ -1,6 +1,6 @@
 """The CLI's TensorFlow log level, and the lines TensorFlow's libraries print as they load.
 
-A real CLI process, with and without the user's level, is in test_cli_translate.py.
+A real CLI process, with and without the user's level, is in commands/test_cli_translate.py.
 """
 
 import os
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tf_transformer.commands.tensorflow_logs import (
+from tf_transformer.native_logs import (
     QUIET_LEVEL,
     log_level,
     set_log_level,
@@ -18,7 +18,7 @@ from tf_transformer.commands.tensorflow_logs import (
     stderr_held_to,
 )
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 # What TensorFlow 2.21 printed here, as a CPU-only machine's CLI started (two copies of absl).
 NOTICE = b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n"
 INFO = b"I0000 00:00:1795868796.334059   17070 cudart_stub.cc:31] Could not find cuda drivers\n"
@@ -68,7 +68,7 @@ def child(script: str, level: str, *paths: Path) -> bytes:
 def test_held_stderr_writes_back_what_passes_in_order():
     script = (
         "import os, sys\n"
-        "from tf_transformer.commands.tensorflow_logs import stderr_held_to\n"
+        "from tf_transformer.native_logs import stderr_held_to\n"
         "with stderr_held_to(3):\n"
         f"    os.write(2, {NOTICE + INFO!r})\n"
         "    print('a Python line', file=sys.stderr)\n"
@@ -86,7 +86,7 @@ def test_only_the_first_import_of_tensorflow_is_held(tmp_path, level):
     (tmp_path / "tensorflow" / "__init__.py").write_text(f"import os\nos.write(2, {loading!r})\n")
     script = (
         "import os, sys\n"
-        "from tf_transformer.commands.tensorflow_logs import tensorflow_import_held\n"
+        "from tf_transformer.native_logs import tensorflow_import_held\n"
         "with tensorflow_import_held():\n"
         "    import json\n"
         "    import tensorflow\n"
@@ -102,7 +102,7 @@ def test_only_the_first_import_of_tensorflow_is_held(tmp_path, level):
 
 
 def test_a_command_that_never_imports_tensorflow_leaves_no_finder_behind():
-    import tf_transformer.commands.tensorflow_logs as logs
+    import tf_transformer.native_logs as logs
 
     before = list(sys.meta_path)
     with logs.tensorflow_import_held():
@@ -110,7 +110,7 @@ def test_a_command_that_never_imports_tensorflow_leaves_no_finder_behind():
     assert sys.meta_path == before
     script = (
         "import sys\n"
-        "from tf_transformer.commands.tensorflow_logs import tensorflow_import_held\n"
+        "from tf_transformer.native_logs import tensorflow_import_held\n"
         "before = list(sys.meta_path)\n"
         "with tensorflow_import_held():\n"
         "    assert type(sys.meta_path[0]).__name__ == '_HeldImport'\n"
@@ -125,3 +125,11 @@ def test_held_stderr_is_given_back_when_the_block_raises():
         raise ImportError("no tensorflow")
     after = os.fstat(2)
     assert (after.st_dev, after.st_ino) == (before.st_dev, before.st_ino)
+
+
+def test_litert_lines_follow_the_level():
+    created = b"INFO: Created TensorFlow Lite XNNPACK delegate for CPU.\n"
+    assert shown(created, 0) and not shown(created, 1)
+    assert shown(b"WARNING: op shape mismatch\n", 1) and not shown(b"WARNING: x\n", 2)
+    assert shown(b"ERROR: failed to allocate\n", 2) and not shown(b"ERROR: x\n", 3)
+    assert shown(b"INFORMATION: not a log line\n", 3)
