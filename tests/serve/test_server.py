@@ -175,3 +175,16 @@ def test_a_torn_model_stops_serve_with_one_line(tmp_path, capsys):
     assert cli.main(["serve", str(out), "--port", "1"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{encoder} is damaged" in err
+
+
+def test_serve_fronts_a_tf_serving_model_alternatives_included():
+    from tests.export_helpers import tiny_export
+    from tests.serve_export import served_export
+
+    path, _ = tiny_export()
+    expected = open_translator(path).translate_n_best(SENTENCES[:1], 3)[0]
+    with served_export(path, "rest", "tiny") as (url, _):
+        with running(open_translator(url, model_name="tiny")) as (ours, _):
+            body = {"q": SENTENCES[0], "source": "pt", "target": "en", "alternatives": 2}
+            answer = post(f"{ours}/translate", body)
+    assert answer == (200, {"translatedText": expected[0], "alternatives": expected[1:]})

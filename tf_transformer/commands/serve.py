@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tf_transformer.commands import (
     CHECKPOINT_HELP,
+    DEFAULT_MODEL_NAME,
     add_decoding_arguments,
     decode_config,
     model_loading,
@@ -70,6 +71,12 @@ def register(subparsers) -> None:
         help="Seconds a request may wait for its translation; then HTTP 504 (default: 120).",
     )
     parser.add_argument("--checkpoint", default=None, metavar="CHECKPOINT", help=CHECKPOINT_HELP)
+    parser.add_argument(
+        "--model-name",
+        default=None,
+        metavar="NAME",
+        help=f"With a TF Serving address: the served model's name (default: {DEFAULT_MODEL_NAME}).",
+    )
     add_decoding_arguments(parser, "As for translate.")
     parser.set_defaults(func=run)
 
@@ -103,7 +110,9 @@ def run(args: argparse.Namespace) -> int:
     if detect(args.path) is None and not Path(args.path).is_dir():
         raise MissingFileError(f"{args.path} is neither a run directory nor an export.")
     with model_loading(args.path):
-        translator = open_translator(args.path, decode_config(args), checkpoint=args.checkpoint)
+        translator = open_translator(
+            args.path, decode_config(args), checkpoint=args.checkpoint, model_name=args.model_name
+        )
     import uvicorn
 
     from tf_transformer.serve.app import make_app
