@@ -77,6 +77,19 @@ def _stack_step_logs(model: tf.keras.Model) -> None:
     model.test_step = lambda data: stacked(test_step(data))
 
 
+class _EpochStart(tf.keras.callbacks.Callback):
+    """Sets the data's epoch variable at each epoch's start, then calls `on_epoch_begin`."""
+
+    def __init__(self, epoch: tf.Variable, on_epoch_begin: Callable[[int], None] | None):
+        super().__init__()
+        self.epoch, self.call_at_start = epoch, on_epoch_begin
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch.assign(epoch)
+        if self.call_at_start is not None:
+            self.call_at_start(epoch)
+
+
 def make_callbacks(
     run_dir: str | Path | RunDir,
     *,
@@ -129,6 +142,7 @@ def fit(
     workers: Workers | None = None,
     early_stopping_patience: int | None = None,
     validate: Validate | None = None,
+    on_epoch_begin: Callable[[int], None] | None = None,
     verbose: int | str = "auto",
 ) -> TrainResult:
     """Trains with `model.fit` and leaves a run directory like the custom loop's.
@@ -156,8 +170,9 @@ def fit(
       model_config: the model, with the real vocabulary sizes.
       train_config: epochs, max_steps, optimizer, loss and precision settings (a
         `mixed_precision` of "auto" is resolved as in the custom loop, `Session.open`).
-      train_ds: batches `((src, tgt_in), tgt_out)` (or `epoch -> batches`; epoch 0's is used,
-        so give it a reshuffling dataset).
+      train_ds: batches `((src, tgt_in), tgt_out)`, or `epoch -> batches` (epoch 0's is
+        used, so give it a reshuffling dataset), or an `EpochBatches`: its `each_pass` dataset
+        of an epoch variable, set at each epoch's start, so each epoch draws its mix anew.
       val_ds: validation batches.
       data: what the run trains on (`DataConfig.to_dict()`), recorded in config.json.
       strategy: overrides `train_config.strategy`.
@@ -165,6 +180,7 @@ def fit(
         `strategy`.
       early_stopping_patience: epochs without `val_loss` improvement before stopping.
       validate: the validation hook, called every `train_config.eval_every` steps.
+      on_epoch_begin: called with each epoch at its start (e.g. to log its mix).
       verbose: `model.fit`'s verbosity.
 
     Returns:
@@ -190,7 +206,13 @@ def fit(
         model = compile_model(build_model(model_config, train_config.mixed_precision), train_config)
         # Here, not in fit's first step: a strategy's variables cannot be made inside it.
         model.optimizer.build(model.trainable_variables)
-    dataset = train_ds(0) if callable(train_ds) else train_ds
+    # Keras takes a new pass over the dataset each epoch (after the epoch's callbacks have
+    # begun; a pass it made ready at the previous epoch's end reads nothing until then).
+    epoch = tf.Variable(0, dtype=tf.int64, trainable=False, name="data_epoch")
+    if hasattr(train_ds, "each_pass"):
+        dataset = train_ds.each_pass(epoch)
+    else:
+        dataset = train_ds(0) if callable(train_ds) else train_ds
     steps_per_epoch = None
     if strategy.num_replicas_in_sync > 1:  # whole batches per replica, as in the custom loop
         # Keras takes the next batch inside its compiled step: at the end of a distributed
@@ -247,7 +269,11 @@ def fit(
             )
             # After Keras' own: `BackupAndRestore` restores the step count that
             # `FitProgress` reads.
-            callbacks += [FitProgress(progress=status), *policies.callbacks()]
+            callbacks += [
+                FitProgress(progress=status),
+                _EpochStart(epoch, on_epoch_begin),
+                *policies.callbacks(),
+            ]
             with strategy.scope(), warnings.catch_warnings():
                 # Keras learns an epoch's length from a dataset of unknown length (ours: the
                 # bucketed batches) by running out of it at the end of the first epoch, and
