@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 from pathlib import Path
 
@@ -51,6 +52,53 @@ def test_weighted_mix_shares_within_two_percent(tmp_path):
     first = list(mix.pairs(seed=7).take(50).as_numpy_iterator())
     assert first == list(mix.pairs(seed=7).take(50).as_numpy_iterator())
     assert first != list(mix.pairs(seed=8).take(50).as_numpy_iterator())
+
+
+def test_one_corpus_epoch_holds_every_pair_once_each_epoch_in_its_own_order(tmp_path):
+    pairs = tagged("s", 500)
+    mix = Mix.load(
+        DataConfig(dataset=write_corpus(tmp_path / "s", pairs), corpus_shuffle_buffer=64)
+    )
+    epochs = [[(s.decode(), t.decode()) for s, t in mix.pairs(seed).as_numpy_iterator()]
+              for seed in (0, 1)]  # fmt: skip
+    for epoch in epochs:
+        assert sorted(epoch) == sorted(pairs)  # every pair, once
+    assert epochs[0] != epochs[1] and epochs[0] != pairs
+    assert mix.shares(0) == {"s": 500}
+
+
+def test_each_epoch_draws_its_own_mix(tmp_path):
+    specs = [write_corpus(tmp_path / "big", tagged("big", 2000)),
+             write_corpus(tmp_path / "small", tagged("small", 200))]  # fmt: skip
+    mix = Mix.load(DataConfig(dataset=specs, dataset_weights=(0.5, 0.5), corpus_shuffle_buffer=100))
+    drawn = []
+    for seed in (0, 1):
+        pairs = [source.decode() for source, _ in mix.pairs(seed).as_numpy_iterator()]
+        assert len(pairs) == 2200
+        counts = collections.Counter(source.split()[0] for source in pairs)
+        assert dict(counts) == mix.shares(seed)  # what is logged is what was drawn
+        assert abs(counts["big"] / 2200 - 0.5) <= 0.02
+        drawn.append({source for source in pairs if source.startswith("big")})
+    # The down-weighted corpus gives about half of its pairs to each epoch, other ones each time.
+    assert len(drawn[0] ^ drawn[1]) > 500
+    assert len(drawn[0] | drawn[1]) > 1500
+
+
+def test_the_vocabulary_sample_is_drawn_by_the_weights(tmp_path):
+    specs = [write_corpus(tmp_path / "a", tagged("a", 3000)),
+             write_corpus(tmp_path / "b", tagged("b", 300))]  # fmt: skip
+    mix = Mix.load(DataConfig(dataset=specs, dataset_weights=(0.25, 0.75)))
+    assert mix.sample_sizes(2000) == [500, 1500]
+    sample = [source.decode() for source, _ in mix.sample(2000, seed=0).as_numpy_iterator()]
+    counts = collections.Counter(source.split()[0] for source in sample)
+    assert abs(counts["a"] - 500) <= 3 * 500**0.5 and counts["b"] == 1500  # b: 5 passes, all
+    a_numbers = [int(source.split()[1]) for source in sample if source.startswith("a")]
+    assert len(set(a_numbers)) == len(a_numbers) and max(a_numbers) > 2500  # across the file
+    assert sample == [s.decode() for s, _ in mix.sample(2000, seed=0).as_numpy_iterator()]
+    # At least an epoch, default weights: every pair once.
+    whole = Mix.load(DataConfig(dataset=specs))
+    everything = sorted(s.decode() for s, _ in whole.sample(10**6, seed=0).as_numpy_iterator())
+    assert everything == sorted(p for p, _ in tagged("a", 3000) + tagged("b", 300))
 
 
 def test_default_weights_are_proportional_to_size(tmp_path):
