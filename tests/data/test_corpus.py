@@ -9,8 +9,9 @@ import pytest
 import tensorflow as tf
 
 from tf_transformer.data import DataFormatError, load_dataset
-from tf_transformer.data.corpus import READERS, window_shuffle
+from tf_transformer.data.corpus import CYCLE, FileCorpus, window_shuffle
 from tf_transformer.data.sources import load_corpus
+from tf_transformer.data.text_files import checked_files, read_text_dir
 
 PAIRS = [(f"frase {i} número {i % 7}", f"sentence {i} number {i % 7}") for i in range(230)]
 
@@ -35,15 +36,16 @@ def write_shards(directory, pairs, *, layout: str):
     """`pairs` as the train split of `directory`: one file pair, shards (some gzip), or TSV
     shards; returns the pairs read back from the files with Python."""
     directory.mkdir(parents=True, exist_ok=True)
-    if layout == "one file":
+    if layout in ("one file", "one gzip file"):
+        target = directory / ("train.en.gz" if layout == "one gzip file" else "train.en")
         _write(directory / "train.pt", [p for p, _ in pairs])
-        _write(directory / "train.en.gz", [e for _, e in pairs])
-        return list(zip(_read(directory / "train.pt"), _read(directory / "train.en.gz")))
+        _write(target, [e for _, e in pairs])
+        return list(zip(_read(directory / "train.pt"), _read(target)))
     cuts = [0, 100, 101, 180, len(pairs)]  # shards of 100, 1, 79 and 50 pairs
     read = []
     for shard, (start, end) in enumerate(itertools.pairwise(cuts)):
-        part, gz = pairs[start:end], ".gz" if shard % 2 else ""
-        if layout == "tsv shards":
+        part, gz = pairs[start:end], ".gz" if shard % 2 and "plain" not in layout else ""
+        if "tsv" in layout:
             path = directory / f"train.{shard:02d}.tsv{gz}"
             _write(path, [f"{p}\t{e}" for p, e in part])
             read += [tuple(line.split("\t")) for line in _read(path)]
@@ -62,7 +64,17 @@ def _listed(dataset) -> list[tuple[str, str]]:
     return [(s.decode(), t.decode()) for s, t in dataset.as_numpy_iterator()]
 
 
-LAYOUTS = ["one file", "shards", "tsv shards"]
+# Plain files are read in pieces from byte offsets; a corpus with a gzip file, shard by shard.
+LAYOUTS = ["one file", "one gzip file", "plain shards", "shards", "plain tsv shards", "tsv shards"]
+GZIP_LAYOUTS = ("one gzip file", "shards", "tsv shards")
+
+
+def pieces_of(directory, piece_lines: int) -> FileCorpus:
+    """The train split of `directory`, read in pieces of `piece_lines` lines (marks every 5)
+    where it can be."""
+    files = read_text_dir(directory, "train")
+    marked = checked_files(files.sources, files.targets, mark_lines=5)
+    return FileCorpus(marked, piece_lines=piece_lines)
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -76,7 +88,8 @@ def test_streaming_gives_the_pairs_the_files_hold(tmp_path, layout):
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_a_shuffled_pass_holds_every_pair_once_in_its_seeds_order(tmp_path, layout):
     write_shards(tmp_path, PAIRS, layout=layout)
-    corpus = load_corpus(tmp_path, "train")
+    corpus = pieces_of(tmp_path, piece_lines=15)
+    assert (corpus.files.marks is None) == (layout in GZIP_LAYOUTS)
     passes = {seed: _listed(corpus.shuffled([seed, 0], shuffle_buffer=32)) for seed in (0, 1)}
     for listed in passes.values():
         assert collections.Counter(listed) == collections.Counter(PAIRS)  # each pair once
@@ -85,12 +98,19 @@ def test_a_shuffled_pass_holds_every_pair_once_in_its_seeds_order(tmp_path, layo
     assert _listed(corpus.shuffled(tf.constant([1, 0]), shuffle_buffer=32)) == passes[1]
 
 
-def test_a_single_file_is_read_in_pieces_from_far_apart(tmp_path):
-    # Without any shuffle window, the first pairs of a pass come from READERS different parts.
-    write_shards(tmp_path, PAIRS, layout="one file")
-    first = _listed(load_corpus(tmp_path, "train").shuffled([0, 0], shuffle_buffer=1))
-    numbers = sorted(int(source.split()[1]) for source, _ in first[:READERS])
-    assert min(b - a for a, b in itertools.pairwise(numbers)) >= len(PAIRS) // READERS - 1
+@pytest.mark.parametrize("layout", ["one file", "plain tsv shards"])
+def test_a_plain_corpus_is_read_in_pieces_from_anywhere_in_its_files(tmp_path, layout):
+    # Without a shuffle window, a pass reads CYCLE pieces at once: its first pairs come from
+    # pieces far apart, and each piece's pairs in file order.
+    write_shards(tmp_path, PAIRS, layout=layout)
+    corpus = pieces_of(tmp_path, piece_lines=10)
+    numbers = [int(s.split()[1]) for s, _ in _listed(corpus.shuffled([0, 0], shuffle_buffer=1))]
+    assert sorted(numbers) == list(range(len(PAIRS)))
+    first = sorted(numbers[:CYCLE])
+    assert first[-1] - first[0] > len(PAIRS) // 2
+    if layout == "one file":  # pieces of 10 lines (the shards cut some shorter)
+        assert numbers[CYCLE] == numbers[0] + 1  # the first piece's next line
+    assert numbers != sorted(numbers)
 
 
 def test_a_window_shuffle_keeps_each_pair_in_its_window():

@@ -6,7 +6,7 @@ import gzip
 import pytest
 
 from tf_transformer.data import DataFormatError, line_check
-from tf_transformer.data.line_check import check_lines
+from tf_transformer.data.line_check import check_lines, scan_lines
 
 
 def _write(path, data: bytes):
@@ -77,3 +77,16 @@ def test_a_gz_file_that_is_not_gzip_is_a_format_error(tmp_path):
     path.write_bytes(b"plain text\n")
     with pytest.raises(DataFormatError, match=r"train.pt.gz: cannot be read as gzip"):
         check_lines(path)
+
+
+@pytest.mark.parametrize("chunk_bytes", [7, 1 << 20])
+def test_marks_are_the_byte_offsets_of_every_nth_line(tmp_path, monkeypatch, chunk_bytes):
+    monkeypatch.setattr(line_check, "CHUNK_BYTES", chunk_bytes)
+    data = "ab\ncd\r\nção\nx\ny\n".encode()  # lines start at bytes 0, 3, 7, 13, 15
+    path = _write(tmp_path / "x.pt", data)
+    assert scan_lines(path, mark_every=2) == (5, (0, 7, 15, 17))
+    assert scan_lines(path, mark_every=1) == (5, (0, 3, 7, 13, 15, 17))
+    assert scan_lines(path) == (5, None)
+    # A last line without a newline, or gzip: no marks (the file is read whole).
+    assert scan_lines(_write(tmp_path / "y.pt", data[:-1]), mark_every=2) == (5, None)
+    assert scan_lines(_write(tmp_path / "z.pt.gz", data), mark_every=2) == (5, None)

@@ -4,32 +4,36 @@
 the corpus: memory is the shuffle buffer, plus a read buffer per open file. `DatasetCorpus`
 wraps a dataset that is small enough to be held (the built-in corpora, TFDS).
 
-How random a shuffled pass of a `FileCorpus` is: each shard is cut into pieces (at least
-`READERS` pieces over the whole corpus, so a single file gives 8), and each pass turns every shard
-by its own random number of lines, shuffles the order of the pieces, reads up to `CYCLE` pieces
-at once, one line from each in turn, and puts each window of `shuffle_buffer` consecutive pairs
-of that stream in a random order (`window_shuffle`). So the pairs of one piece come out in
-roughly file order, spread across the epoch, and mixed with those of the other pieces read at
-the same time; a pair stays in its window. Pairs more than about `shuffle_buffer / pieces read
-at once` lines apart in one file are never swapped, so a file sorted by length or by source
-still gives epochs that drift along that order; cut such a file into shards (or shuffle it once
-with `shuf`) for a better mix. Each pass reads each piece from
-its shard's start (gzip cannot seek): a single file of `READERS` pieces is read about 4-12 times
-per pass, which is fast beside training (docs/data.md gives the figures).
+How a shuffled pass reads: a plain-text corpus (every file uncompressed, ending in a newline)
+is cut into pieces of `PIECE_LINES` lines (100,000) at the byte offsets of every 1,000th line,
+which its check noted, so a piece is read from anywhere in a file without reading what comes
+before it; a corpus with a gzip file is cut into its shards (gzip cannot be read from an
+offset). Each pass shuffles the order of the pieces, turns each piece to start at a random one of
+its marks (the lines before it come last), reads `CYCLE` pieces at once, one line from each in
+turn (the next piece starting where one ends), and puts each window of `shuffle_buffer`
+consecutive pairs of that stream in a random order (`window_shuffle`).
+
+How random that is: an epoch visits the pieces in a random order, and within a window of
+`shuffle_buffer` pairs (about `shuffle_buffer / CYCLE` consecutive lines of each of 16 pieces)
+the order is uniform; a pair never leaves its window. So neighbours in a file (within about
+`shuffle_buffer / CYCLE` lines) stay close in an epoch, pieces far apart mix, and every pass
+differs; an epoch that reads only part of a corpus (a weight below its share of the pairs)
+reads other lines of each piece each time. A single gzip file is one piece: a pass reads it in file order, shuffled only within
+each window; cut it into shards (``split``, then ``gzip`` each) or keep it uncompressed.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import numpy as np
 import tensorflow as tf
 
 from tf_transformer.data.text_files import CorpusFiles
 
-READERS = 8  # pieces a corpus is cut into at least, each read by its own reader
 CYCLE = 16  # pieces read at once
+PIECE_LINES = 100_000  # lines per piece of a plain-text corpus
+BLOCK_BYTES = 1 << 20  # what a piece's reader reads at a time
 _graph = tf.autograph.experimental.do_not_convert
 
 
@@ -62,69 +66,119 @@ class FileCorpus:
     """A corpus streamed from its (checked) files; see the module docstring for the order."""
 
     files: CorpusFiles
+    piece_lines: int = PIECE_LINES
 
     @property
     def size(self) -> int:
         return self.files.size
 
-    def _pieces(self, readers: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Each piece's shard, first line and number of lines, shard by shard."""
-        per_shard = math.ceil(readers / len(self.files.lines))
-        shards, starts, counts = [], [], []
-        for shard, lines in enumerate(self.files.lines):
-            length = max(1, math.ceil(lines / per_shard))
-            for start in range(0, lines, length):
-                shards.append(shard)
-                starts.append(start)
-                counts.append(min(length, lines - start))
-        return (np.array(shards, np.int64), np.array(starts, np.int64), np.array(counts, np.int64))
+    def _text_lines(self, paths, shard) -> tf.data.Dataset:
+        """A whole shard's lines (`tf.data.TextLineDataset`, gzip or not)."""
+        path = tf.gather(tf.constant([str(p) for p in paths]), shard)
+        gzip = tf.constant(["GZIP" if p.suffix == ".gz" else "" for p in paths])
+        return tf.data.TextLineDataset(path, compression_type=tf.gather(gzip, shard))
 
-    def _read(self, shard, start, count) -> tf.data.Dataset:
-        """Lines `start` to `start + count` of a shard as pairs; past its end, it goes on
-        from the shard's first line (a turned shard's last piece)."""
+    def _byte_lines(self, paths, side: int, shard, start, end) -> tf.data.Dataset:
+        """The lines of a plain shard file between two byte offsets at line starts: read in
+        blocks of `BLOCK_BYTES` (`tf.data.FixedLengthRecordDataset` from the offset), each
+        block's last part carried over to the next."""
+        path = tf.gather(tf.constant([str(p) for p in paths]), shard)
+        sizes = tf.constant([marks[side][-1] for marks in self.files.marks], tf.int64)
+        size = tf.gather(sizes, shard)
+        length = end - start
+        full = length // BLOCK_BYTES
+        rest = length - full * BLOCK_BYTES
+        blocks = tf.data.FixedLengthRecordDataset(
+            path, BLOCK_BYTES, header_bytes=start, footer_bytes=size - start - full * BLOCK_BYTES
+        )
+        last = start + full * BLOCK_BYTES  # nothing left when `rest` is 0: no record
+        tail = tf.data.FixedLengthRecordDataset(
+            path, tf.maximum(rest, 1), header_bytes=last, footer_bytes=size - end
+        )
 
-        def lines(paths):
-            path = tf.gather(tf.constant([str(p) for p in paths]), shard)
-            gzip = tf.constant(["GZIP" if p.suffix == ".gz" else "" for p in paths])
-            read = tf.data.TextLineDataset(path, compression_type=tf.gather(gzip, shard))
-            return read.repeat(2).skip(start).take(count)
+        def split(carry, block):
+            parts = tf.strings.split(tf.strings.join([carry, block]), "\n")
+            return parts[-1], parts[:-1]
 
-        if self.files.is_tsv:
+        lines = blocks.concatenate(tail).scan(tf.constant(""), _graph(split)).unbatch()
+        return lines.map(_graph(lambda line: tf.strings.regex_replace(line, "\r$", "")))
+
+    def _as_pairs(self, sources: tf.data.Dataset, targets: tf.data.Dataset | None):
+        if targets is None:  # TSV lines, checked to hold two columns
             split = _graph(lambda line: tuple(tf.unstack(tf.strings.split(line, "\t", 1), 2)))
-            return lines(self.files.sources).map(split)
-        return tf.data.Dataset.zip(lines(self.files.sources), lines(self.files.targets))
+            return sources.map(split)
+        return tf.data.Dataset.zip(sources, targets)
+
+    def _read_shard(self, shard) -> tf.data.Dataset:
+        files = self.files
+        targets = None if files.is_tsv else self._text_lines(files.targets, shard)
+        return self._as_pairs(self._text_lines(files.sources, shard), targets)
+
+    def _read_piece(self, shard, first, last, turn):
+        """A piece: the lines between marks `first` and `last` (indices into `_marks`), from
+        mark `turn` to the end and then from its start."""
+        marks = self._marks()
+
+        def lines(paths, side):
+            at = tf.constant(marks[side], tf.int64)
+            head = self._byte_lines(paths, side, shard, at[turn], at[last])
+            return head.concatenate(self._byte_lines(paths, side, shard, at[first], at[turn]))
+
+        files = self.files
+        return self._as_pairs(
+            lines(files.sources, 0), None if files.is_tsv else lines(files.targets, 1)
+        )
+
+    def _marks(self) -> list[list[int]]:
+        """The byte offsets of the marks of every shard, one list per side, shard after shard
+        (a TSV corpus's target side: zeros)."""
+        flat = [[], []]
+        for marks in self.files.marks:
+            flat[0] += marks[0]
+            flat[1] += marks[1] if len(marks) > 1 else [0] * len(marks[0])
+        return flat
+
+    def _pieces(self) -> tuple[np.ndarray, ...]:
+        """Each piece's shard and first and last mark (indices into `_marks`): pieces of
+        `piece_lines` lines, at marks."""
+        per_piece = max(1, self.piece_lines // self.files.mark_lines)
+        rows, base = [], 0
+        for shard, marks in enumerate(self.files.marks):
+            segments = len(marks[0]) - 1
+            for first in range(0, segments, per_piece):
+                rows.append((shard, base + first, base + min(first + per_piece, segments)))
+            base += len(marks[0])
+        return tuple(np.array(column, np.int64) for column in zip(*rows))
 
     def pairs(self) -> tf.data.Dataset:
         """The pairs in file order, shard after shard."""
-        shards, starts, counts = self._pieces(1)
-        pieces = tf.data.Dataset.from_tensor_slices((shards, starts, counts))
-        return pieces.flat_map(_graph(self._read))
+        shards = tf.data.Dataset.range(len(self.files.lines))
+        return shards.flat_map(_graph(self._read_shard))
 
     def shuffled(self, seed, *, shuffle_buffer: int) -> tf.data.Dataset:
         """One pass over every pair, in an order drawn from `seed` (shape ``(2,)``, a tensor
         too: an endless stream passes its pass number in it)."""
-        order_seed, turn_seed, shuffle_seed = tf.unstack(_pair_seeds(seed))
-        shards, starts, counts = self._pieces(READERS)
-        lines = tf.constant(self.files.lines, tf.int64)
-        # Each shard turned by a random number of its lines, so pieces start elsewhere each pass.
-        turns = tf.cast(
-            tf.random.stateless_uniform([len(self.files.lines)], turn_seed, dtype=tf.float64)
-            * tf.cast(lines, tf.float64),
-            tf.int64,
-        )
-        order = tf.random.experimental.stateless_shuffle(tf.range(len(shards)), order_seed)
-        starts = tf.gather(starts + tf.gather(turns, shards), order)
-        pieces = tf.data.Dataset.from_tensor_slices(
-            (tf.gather(shards, order), starts, tf.gather(counts, order))
-        )
-        read = pieces.interleave(
-            _graph(self._read),
-            cycle_length=min(len(shards), CYCLE),
+        order_seed, shuffle_seed, turn_seed = tf.unstack(_pair_seeds(seed))
+        if self.files.marks is not None:
+            shards, first, last = self._pieces()
+            # Each piece turned to start at a random mark, so that a pass read in part (a
+            # corpus weighted below its size) reads other lines of each piece each time.
+            draw = tf.random.stateless_uniform([len(shards)], turn_seed, dtype=tf.float64)
+            turn = first + tf.cast(draw * tf.cast(last - first, tf.float64), tf.int64)
+            pieces, read = (shards, first, last, turn), self._read_piece
+        else:  # gzip files: whole shards
+            pieces, read = (np.arange(len(self.files.lines), dtype=np.int64),), self._read_shard
+        count = len(pieces[0])
+        order = tf.random.experimental.stateless_shuffle(tf.range(count), order_seed)
+        ordered = tf.data.Dataset.from_tensor_slices(tuple(tf.gather(c, order) for c in pieces))
+        lines = ordered.interleave(
+            _graph(read),
+            cycle_length=min(count, CYCLE),
             block_length=1,
             num_parallel_calls=tf.data.AUTOTUNE,
             deterministic=True,
         )
-        return window_shuffle(read, shuffle_buffer, shuffle_seed)
+        return window_shuffle(lines, shuffle_buffer, shuffle_seed)
 
 
 @dataclasses.dataclass(frozen=True)

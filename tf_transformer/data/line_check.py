@@ -17,6 +17,8 @@ import re
 import zlib
 from pathlib import Path
 
+import numpy as np
+
 from tf_transformer.data.errors import DataFormatError
 from tf_transformer.errors import UnreadableFileError
 
@@ -94,18 +96,27 @@ def _first_bad(chunk: bytes, tsv: bool) -> int | None:
 
 
 def check_lines(path: str | Path, *, tsv: bool = False) -> int:
-    """Counts the lines of a corpus file, checking each: UTF-8, not empty, and for a TSV file
-    two non-empty tab-separated columns.
+    """Counts the lines of a corpus file, checking each (see `scan_lines`)."""
+    return scan_lines(path, tsv=tsv)[0]
 
-    A final line without a newline counts; ``\\r\\n`` line ends are read as ``\\n`` (as
+
+def scan_lines(
+    path: str | Path, *, tsv: bool = False, mark_every: int | None = None
+) -> tuple[int, tuple[int, ...] | None]:
+    """Counts the lines of a corpus file, checking each: UTF-8, not empty, and for a TSV file
+    two non-empty tab-separated columns; notes where every `mark_every`-th line starts.
+
+    A final line without a newline counts; ``\r\n`` line ends are read as ``\n`` (as
     `tf.data.TextLineDataset` reads them).
 
     Args:
         path: the file, plain or gzip (``.gz``).
         tsv: check each line as ``source<TAB>target``.
+        mark_every: note the byte offset of lines 0, N, 2N, ... and the file's size.
 
     Returns:
-        The number of lines.
+        The number of lines, and the marks: None without `mark_every`, for a gzip file (it
+        cannot be read from an offset) and for a file whose last line has no newline.
 
     Raises:
         DataFormatError: the first bad line, by file and 1-based line number, or a ``.gz``
@@ -113,21 +124,39 @@ def check_lines(path: str | Path, *, tsv: bool = False) -> int:
         UnreadableFileError: the file cannot be opened.
     """
     path = Path(path)
-    lines = 0
+    lines = offset = 0
+    marks = [] if mark_every and path.suffix != ".gz" else None
     for chunk in _chunks(path):
-        offset = _first_bad(chunk, tsv)
-        while offset is not None:
-            end = chunk.index(b"\n", offset)
-            number = lines + chunk.count(b"\n", 0, offset) + 1
-            raw = chunk[offset:end]
-            try:
-                problem = line_problem(raw.decode("utf-8").removesuffix("\r"), tsv=tsv)
-            except UnicodeDecodeError as error:
-                problem = f"is not valid UTF-8 ({error.reason} at byte {error.start})"
-            if problem:
-                raise DataFormatError(f"{path}: line {number} {problem}")
-            # A pattern's false alarm (none known): look on from the next line.
-            following = _first_bad(chunk[end + 1 :], tsv)
-            offset = None if following is None else end + 1 + following
-        lines += chunk.count(b"\n")
-    return lines
+        bad = _first_bad(chunk, tsv)
+        if bad is not None:
+            _raise_at(path, chunk, bad, lines, tsv)
+        count = chunk.count(b"\n")
+        if marks is not None:
+            first = -(-lines // mark_every) * mark_every  # the first marked line in the chunk
+            if first < lines + count:
+                ends = np.flatnonzero(np.frombuffer(chunk, np.uint8) == ord("\n"))
+                starts = np.concatenate([[0], ends[:-1] + 1])  # where each line starts
+                marks += (offset + starts[first - lines :: mark_every]).tolist()
+        lines, offset = lines + count, offset + len(chunk)
+    if marks is not None:
+        size = path.stat().st_size
+        marks = (*marks, size) if size == offset else None  # else: no final newline
+    return lines, marks
+
+
+def _raise_at(path: Path, chunk: bytes, offset: int, lines: int, tsv: bool) -> None:
+    """Raises the error of the first bad line of `chunk` from `offset` (lines before the
+    chunk: `lines`); returns when none is bad after all."""
+    while offset is not None:
+        end = chunk.index(b"\n", offset)
+        number = lines + chunk.count(b"\n", 0, offset) + 1
+        raw = chunk[offset:end]
+        try:
+            problem = line_problem(raw.decode("utf-8").removesuffix("\r"), tsv=tsv)
+        except UnicodeDecodeError as error:
+            problem = f"is not valid UTF-8 ({error.reason} at byte {error.start})"
+        if problem:
+            raise DataFormatError(f"{path}: line {number} {problem}")
+        # A pattern's false alarm (none known): look on from the next line.
+        following = _first_bad(chunk[end + 1 :], tsv)
+        offset = None if following is None else end + 1 + following

@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from tf_transformer.data.errors import DataFormatError
-from tf_transformer.data.line_check import check_lines
+from tf_transformer.data.line_check import scan_lines
 
 # Accepted file stems for each canonical split, in the order they are looked for.
 SPLIT_STEMS = {
@@ -23,6 +23,8 @@ SPLIT_STEMS = {
     "validation": ("dev", "val", "validation"),
     "test": ("test",),
 }
+# Every MARK_LINES-th line's byte offset is noted, so a plain file is read from any of them.
+MARK_LINES = 1000
 # <stem>[.<shard number>].<lang or tsv>[.gz]
 _FILE_NAME = re.compile(r"^(?P<stem>.+?)(?:\.(?P<shard>\d+))?\.(?P<ext>[^.]+?)(?P<gz>\.gz)?$")
 
@@ -35,11 +37,18 @@ class CorpusFiles:
       sources: each shard's source file (for TSV, the TSV file).
       targets: each shard's target file, or None for TSV files.
       lines: each shard's number of lines (pairs).
+      marks: for each shard, the byte offsets in its source file (and target file) of lines
+        0, `mark_lines`, 2 x `mark_lines`, ... and of its end; None when a file is gzip or
+        its last line has no newline. With marks for every shard, the corpus is read in pieces
+        from anywhere in its files (`FileCorpus`).
+      mark_lines: the lines between two marks.
     """
 
     sources: tuple[Path, ...]
     targets: tuple[Path, ...] | None
     lines: tuple[int, ...]
+    marks: tuple | None = None
+    mark_lines: int = MARK_LINES
 
     @property
     def size(self) -> int:
@@ -51,22 +60,32 @@ class CorpusFiles:
         return self.targets is None
 
 
-def checked_files(sources, targets=None) -> CorpusFiles:
-    """Counts and checks every file of a corpus (see `check_lines`), and that each target file
-    has its source file's line count.
+def checked_files(sources, targets=None, *, mark_lines: int = MARK_LINES) -> CorpusFiles:
+    """Counts and checks every file of a corpus (see `scan_lines`), that each target file has
+    its source file's line count, and notes where every `mark_lines`-th line starts.
 
     Raises:
         DataFormatError: a bad line (file and line number), or misaligned files (both counts).
     """
-    lines = [check_lines(path, tsv=targets is None) for path in sources]
-    for source, target, count in zip(sources, targets or (), lines):
-        target_count = check_lines(target)
+    scans = [scan_lines(path, tsv=targets is None, mark_every=mark_lines) for path in sources]
+    lines = [count for count, _ in scans]
+    marks = [(source_marks,) for _, source_marks in scans]
+    for index, (source, target, count) in enumerate(zip(sources, targets or (), lines)):
+        target_count, target_marks = scan_lines(target, mark_every=mark_lines)
         if target_count != count:
             raise DataFormatError(
                 f"misaligned files: {source} has {count} lines but {target} has "
                 f"{target_count} lines"
             )
-    return CorpusFiles(tuple(sources), None if targets is None else tuple(targets), tuple(lines))
+        marks[index] += (target_marks,)
+    seekable = all(all(side is not None for side in shard) for shard in marks)
+    return CorpusFiles(
+        tuple(sources),
+        None if targets is None else tuple(targets),
+        tuple(lines),
+        tuple(marks) if seekable else None,
+        mark_lines,
+    )
 
 
 def _shards(directory: Path, stem: str, ext: str) -> dict[int, Path]:
