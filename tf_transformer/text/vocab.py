@@ -91,6 +91,8 @@ def learn_vocab(
                 bar.update()
 
         counts = learner.count_words(counted())
+        if sample_size is not None:  # the sample's size was about `sample_size`: now it is known
+            bar.total = bar.n + 1
         bar.set_description(f"{description}: learning WordPiece from {len(counts):,} words")
         learn = functools.partial(
             learner.learn, counts, vocab_size, list(reserved_tokens), **(learn_params or {})
