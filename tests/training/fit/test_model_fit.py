@@ -115,7 +115,7 @@ def test_each_fit_epoch_trains_on_its_own_draw_of_the_mix(tmp_path):
     # that epoch's draw, the one the custom loop takes for it.
     from tf_transformer.config import TrainConfig
     from tf_transformer.text.tokenizers import build_tokenizers
-    from tf_transformer.training.fit.model_fit import _EpochStart
+    from tf_transformer.training.fit.data_epoch import EpochStart
     from tf_transformer.training.start.inputs import epoch_batches
 
     mix = _tagged_mix(tmp_path)
@@ -144,7 +144,7 @@ def test_each_fit_epoch_trains_on_its_own_draw_of_the_mix(tmp_path):
     model.fit(
         batches.each_pass(epoch),
         epochs=3,
-        callbacks=[_EpochStart(epoch, None)],
+        callbacks=[EpochStart(epoch)],
         shuffle=False,
         verbose=0,
     )

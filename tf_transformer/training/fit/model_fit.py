@@ -24,6 +24,7 @@ from tf_transformer.run_dir import RunDir
 from tf_transformer.training.checkpoints import restore_newest
 from tf_transformer.training.distribute import Workers, distribute_batches, num_workers
 from tf_transformer.training.fit.backup import BackupAndRestore, ModelCheckpoint
+from tf_transformer.training.fit.data_epoch import EpochStart, fit_dataset
 from tf_transformer.training.fit.optimizer import fit_optimizer
 from tf_transformer.training.policies.progress import FitProgress, Progress
 from tf_transformer.training.policies.standard import NonFiniteLossError
@@ -75,19 +76,6 @@ def _stack_step_logs(model: tf.keras.Model) -> None:
 
     model.train_step = lambda data: stacked(train_step(data))
     model.test_step = lambda data: stacked(test_step(data))
-
-
-class _EpochStart(tf.keras.callbacks.Callback):
-    """Sets the data's epoch variable at each epoch's start, then calls `on_epoch_begin`."""
-
-    def __init__(self, epoch: tf.Variable, on_epoch_begin: Callable[[int], None] | None):
-        super().__init__()
-        self.epoch, self.call_at_start = epoch, on_epoch_begin
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self.epoch.assign(epoch)
-        if self.call_at_start is not None:
-            self.call_at_start(epoch)
 
 
 def make_callbacks(
@@ -206,13 +194,8 @@ def fit(
         model = compile_model(build_model(model_config, train_config.mixed_precision), train_config)
         # Here, not in fit's first step: a strategy's variables cannot be made inside it.
         model.optimizer.build(model.trainable_variables)
-    # Keras takes a new pass over the dataset each epoch (after the epoch's callbacks have
-    # begun; a pass it made ready at the previous epoch's end reads nothing until then).
     epoch = tf.Variable(0, dtype=tf.int64, trainable=False, name="data_epoch")
-    if hasattr(train_ds, "each_pass"):
-        dataset = train_ds.each_pass(epoch)
-    else:
-        dataset = train_ds(0) if callable(train_ds) else train_ds
+    dataset = fit_dataset(train_ds, epoch)
     steps_per_epoch = None
     if strategy.num_replicas_in_sync > 1:  # whole batches per replica, as in the custom loop
         # Keras takes the next batch inside its compiled step: at the end of a distributed
@@ -271,7 +254,7 @@ def fit(
             # `FitProgress` reads.
             callbacks += [
                 FitProgress(progress=status),
-                _EpochStart(epoch, on_epoch_begin),
+                EpochStart(epoch, on_epoch_begin),
                 *policies.callbacks(),
             ]
             with strategy.scope(), warnings.catch_warnings():
