@@ -144,7 +144,9 @@ def load_corpus(
         return FileCorpus(read_text_dir(path, name, source_lang, target_lang))
     if path.is_file():
         if not is_tsv_file(path):
-            raise DataFormatError(f"{path}: a single-file corpus must be a .tsv (or .tsv.gz) file")
+            raise DataFormatError(
+                f"{path}: a single-file corpus must be a .tsv file (or a .tsv.gz)"
+            )
         return FileCorpus(checked_files([path]))
     raise InvalidValueError(
         f"unknown data spec {spec_text!r}: not a known name nor an existing path; "
