@@ -111,7 +111,7 @@ def _tagged_mix(root):
 
 
 def test_each_fit_epoch_trains_on_its_own_draw_of_the_mix(tmp_path):
-    # Keras' own fit, with the callback that `fit` adds: each epoch's batches must come from
+    # Keras' own fit on the dataset that `fit` makes: each epoch's batches must come from
     # that epoch's draw, the one the custom loop takes for it.
     from tf_transformer.config import TrainConfig
     from tf_transformer.text.tokenizers import build_tokenizers
@@ -124,30 +124,26 @@ def test_each_fit_epoch_trains_on_its_own_draw_of_the_mix(tmp_path):
     )
     batches = epoch_batches(mix, tokenizers, TrainConfig(token_budget=64, max_tokens=16))
 
-    def targets(dataset_batches) -> list[tuple[int, ...]]:
-        return [tuple(int(i) for i in row if i) for row in dataset_batches]
+    def targets(rows) -> list[tuple[int, ...]]:
+        return [tuple(int(i) for i in row if i) for row in rows]
 
     drawn = [sorted(targets([row for _, t in batches(e) for row in t.numpy()])) for e in range(3)]
     trained: dict[int, list] = {0: [], 1: [], 2: []}
-    epoch = tf.Variable(0, dtype=tf.int64)
+    keras_epoch = []
 
     class Recorder(tf.keras.Model):
         def train_step(self, data):
             _, tgt_out = data
-            record = lambda rows: trained[int(epoch.numpy())].extend(targets(rows.numpy()))
+            record = lambda rows: trained[keras_epoch[-1]].extend(targets(rows.numpy()))
             tf.py_function(record, [tgt_out], [])
             return {"loss": 0.0}
 
     inputs = tf.keras.Input((1,))
     model = Recorder(inputs, tf.keras.layers.Dense(1)(inputs))
     model.compile(run_eagerly=True)
-    model.fit(
-        batches.each_pass(epoch),
-        epochs=3,
-        callbacks=[EpochStart(epoch)],
-        shuffle=False,
-        verbose=0,
-    )
+    epoch = tf.Variable(0, dtype=tf.int64)
+    callbacks = [EpochStart(keras_epoch.append)]
+    model.fit(batches.each_pass(epoch), epochs=3, callbacks=callbacks, shuffle=False, verbose=0)
     for e in range(3):
         assert trained[e], e
         assert set(trained[e]) <= set(drawn[e])  # only that epoch's pairs

@@ -1,10 +1,10 @@
-"""The training data's epoch under `model.fit`: one dataset whose every pass reads the epoch.
+"""The training data's epoch under `model.fit`: one dataset whose every pass is the next epoch.
 
-Keras takes a new pass over the training dataset each epoch, after the epoch's callbacks have
-begun (a pass it made ready at the previous epoch's end reads nothing until its first batch is
-asked for). `EpochStart` sets an epoch variable then, and a dataset made by
-`EpochBatches.each_pass` reads it when its pass starts: each epoch draws its own mix, the one the
-custom loop draws for that epoch.
+Keras takes a new pass over the training dataset each epoch (a multi-replica `fit` repeats it:
+`training.fit.model_fit`). A dataset made by `EpochBatches.each_pass(epoch)` reads the epoch
+variable when a pass starts and adds one to it, so pass k draws the mix of epoch `first + k`,
+whenever Keras starts it (a pass it makes ready at an epoch's end reads nothing until its first
+batch is asked for). `EpochStart` reports each epoch's start (e.g. to log its mix).
 """
 
 from __future__ import annotations
@@ -23,13 +23,12 @@ def fit_dataset(train_ds, epoch: tf.Variable) -> tf.data.Dataset:
 
 
 class EpochStart(tf.keras.callbacks.Callback):
-    """Sets the data's epoch variable at each epoch's start, then calls `on_epoch_begin`."""
+    """Calls `on_epoch_begin(epoch)` at each epoch's start."""
 
-    def __init__(self, epoch: tf.Variable, on_epoch_begin: Callable[[int], None] | None = None):
+    def __init__(self, on_epoch_begin: Callable[[int], None] | None = None):
         super().__init__()
-        self.epoch, self.call_at_start = epoch, on_epoch_begin
+        self.call_at_start = on_epoch_begin
 
     def on_epoch_begin(self, epoch, logs=None):
-        self.epoch.assign(epoch)
         if self.call_at_start is not None:
             self.call_at_start(epoch)

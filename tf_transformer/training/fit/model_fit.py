@@ -201,7 +201,8 @@ def fit(
         # Keras takes the next batch inside its compiled step: at the end of a distributed
         # dataset that step fails after the optimizer's step counter has advanced (a step
         # without an update, which shifts the learning-rate schedule). An endless stream
-        # (reshuffled at each pass) cut into epochs of one pass's steps never ends in a step.
+        # (each pass the next epoch's draw, or reshuffled) cut into epochs of one pass's steps
+        # never ends in a step.
         counted = train_ds(0) if callable(train_ds) else dataset  # keeps `dataset`'s orders
         batches = count_elements(counted)
         steps_per_epoch = max(math.ceil(batches / strategy.num_replicas_in_sync), 1)
@@ -225,6 +226,7 @@ def fit(
     # backup, when there is one and it is whole, replaces it in `fit` (see `training.fit.backup`).
     latest = restore_newest(manager.checkpoint, run.checkpoints_path)
     initial_epoch = status.epoch if latest else 0
+    epoch.assign(initial_epoch)  # the epoch the data's first pass draws (`each_pass`)
 
     def restore_again() -> str | None:
         if latest:
@@ -254,7 +256,7 @@ def fit(
             # `FitProgress` reads.
             callbacks += [
                 FitProgress(progress=status),
-                EpochStart(epoch, on_epoch_begin),
+                EpochStart(on_epoch_begin),
                 *policies.callbacks(),
             ]
             with strategy.scope(), warnings.catch_warnings():

@@ -21,10 +21,9 @@ class EpochBatches:
     """The training batches of each epoch: `batches(epoch)`, shuffled with `seed + epoch`.
 
     The custom loop asks for each epoch's batches (a resumed run rebuilds epoch k's order
-    exactly). `model.fit` makes one dataset of a `tf.Variable` epoch (`each_pass`) and sets
-    the variable at each epoch's start: a `Mix` reads it when a pass over the dataset starts,
-    so each epoch draws its own mix there too (the pairs of epoch k are those the custom loop
-    draws; the order after tokenization is the pass's own). With
+    exactly). `model.fit` iterates one dataset (`each_pass`) whose every pass draws the mix of
+    the next epoch, so each epoch draws its own mix there too (the pairs of epoch k are those
+    the custom loop draws). With
     `concat_fraction`, each epoch adds its own joined pairs.
 
     Args:
@@ -62,19 +61,22 @@ class EpochBatches:
         return self._batches(drawn, epoch)
 
     def each_pass(self, epoch: tf.Variable) -> tf.data.Dataset:
-        """One dataset for `model.fit`: each pass over it draws the mix of the epoch that
-        `epoch` (an int64 variable) holds when the pass starts; the other orders (joined
-        pairs, the shuffle of the tokenized pairs) are reshuffled on each pass."""
-        drawn = self.pairs
-        if isinstance(drawn, Mix):
-            mix, seed = drawn, self.train_config.seed
+        """One dataset for `model.fit`, whose every pass is an epoch of its own: a `Mix`'s
+        pass takes the epoch that `epoch` (an int64 variable, set to the first epoch) holds
+        when the pass starts, and adds one to it, then draws that epoch's mix and batches it.
+        Keras starts a pass each epoch (and `repeat()` one after the other), so epoch k reads
+        the mix the custom loop draws for epoch k; the shuffles after the draw are seeded by
+        `seed` alone. Other pairs: epoch `epoch`'s batches, reshuffled on each pass."""
+        if not isinstance(self.pairs, Mix):
+            return self._batches(self.pairs, int(epoch.numpy()))
+        mix, seed = self.pairs, self.train_config.seed
 
-            def read_epoch(_):  # runs when a pass starts
-                return mix.pairs(seed + epoch.read_value())
+        def one_pass(_):
+            drawn = epoch.assign_add(1) - 1
+            return self._batches(mix.pairs(seed + drawn), 0)
 
-            one = tf.data.Dataset.from_tensors(0)
-            drawn = one.flat_map(tf.autograph.experimental.do_not_convert(read_epoch))
-        return self._batches(drawn, int(epoch.numpy()))
+        one = tf.data.Dataset.from_tensors(0)
+        return one.flat_map(tf.autograph.experimental.do_not_convert(one_pass))
 
     def _batches(self, drawn: tf.data.Dataset, epoch: int) -> tf.data.Dataset:
         config = self.train_config
