@@ -79,9 +79,9 @@ class FileCorpus:
         return tf.data.TextLineDataset(path, compression_type=tf.gather(gzip, shard))
 
     def _byte_lines(self, paths, side: int, shard, start, end) -> tf.data.Dataset:
-        """The lines of a plain shard file between two byte offsets at line starts: read in
-        blocks of `BLOCK_BYTES` (`tf.data.FixedLengthRecordDataset` from the offset), each
-        block's last part carried over to the next."""
+        """The lines of a plain shard file between two byte offsets at line starts, as vectors:
+        read in blocks of `BLOCK_BYTES` (`tf.data.FixedLengthRecordDataset` from the offset),
+        each block's last part carried over to the next."""
         path = tf.gather(tf.constant([str(p) for p in paths]), shard)
         sizes = tf.constant([marks[side][-1] for marks in self.files.marks], tf.int64)
         size = tf.gather(sizes, shard)
@@ -98,21 +98,32 @@ class FileCorpus:
 
         def split(carry, block):
             parts = tf.strings.split(tf.strings.join([carry, block]), "\n")
-            return parts[-1], parts[:-1]
+            return parts[-1], tf.strings.regex_replace(parts[:-1], "\r$", "")
 
-        lines = blocks.concatenate(tail).scan(tf.constant(""), _graph(split)).unbatch()
-        return lines.map(_graph(lambda line: tf.strings.regex_replace(line, "\r$", "")))
+        # Blocks of lines: what is done to lines is done a block at a time.
+        return blocks.concatenate(tail).scan(tf.constant(""), _graph(split))
 
-    def _as_pairs(self, sources: tf.data.Dataset, targets: tf.data.Dataset | None):
-        if targets is None:  # TSV lines, checked to hold two columns
-            split = _graph(lambda line: tuple(tf.unstack(tf.strings.split(line, "\t", 1), 2)))
-            return sources.map(split)
+    def _as_pairs(self, sources: tf.data.Dataset, targets: tf.data.Dataset | None, *, blocks: bool):
+        """`(source, target)` pairs from the two sides' lines (`blocks`: vectors of lines), or
+        from TSV lines (checked to hold two columns) when `targets` is None."""
+        if targets is None and blocks:  # split a block at a time
+
+            def columns(lines):
+                return tuple(tf.unstack(tf.strings.split(lines, "\t", 1).to_tensor(), 2, axis=1))
+
+            return sources.map(_graph(columns)).unbatch()
+        if targets is None:
+            return sources.map(
+                _graph(lambda line: tuple(tf.unstack(tf.strings.split(line, "\t", 1), 2)))
+            )
+        if blocks:
+            sources, targets = sources.unbatch(), targets.unbatch()
         return tf.data.Dataset.zip(sources, targets)
 
     def _read_shard(self, shard) -> tf.data.Dataset:
         files = self.files
         targets = None if files.is_tsv else self._text_lines(files.targets, shard)
-        return self._as_pairs(self._text_lines(files.sources, shard), targets)
+        return self._as_pairs(self._text_lines(files.sources, shard), targets, blocks=False)
 
     def _read_piece(self, shard, first, last, turn):
         """A piece: the lines between marks `first` and `last` (indices into `_marks`), from
@@ -126,7 +137,7 @@ class FileCorpus:
 
         files = self.files
         return self._as_pairs(
-            lines(files.sources, 0), None if files.is_tsv else lines(files.targets, 1)
+            lines(files.sources, 0), None if files.is_tsv else lines(files.targets, 1), blocks=True
         )
 
     def _marks(self) -> list[list[int]]:
