@@ -6,8 +6,9 @@ wraps a dataset that is small enough to be held (the built-in corpora, TFDS).
 
 How a shuffled pass reads: a plain-text corpus (every file uncompressed, ending in a newline)
 is cut into pieces of `PIECE_LINES` lines (100,000) at the byte offsets of every 1,000th line,
-which its check noted, so a piece is read from anywhere in a file without reading what comes
-before it; a corpus with a gzip file is cut into its shards (gzip cannot be read from an
+which its check noted, so a piece is read from anywhere in a file without parsing the lines
+before it (`tf.data.FixedLengthRecordDataset` still reads the bytes before its offset, so a
+pass reads a file of P pieces about P/2 times over; docs/data.md has the time it takes); a corpus with a gzip file is cut into its shards (gzip cannot be read from an
 offset). Each pass shuffles the order of the pieces, turns each piece to start at a random one of
 its marks (the lines before it come last), reads `CYCLE` pieces at once, one line from each in
 turn (the next piece starting where one ends), and puts each window of `shuffle_buffer`
