@@ -10,7 +10,7 @@ import pytest
 
 from tests.training.test_logs import read_scalars
 from tf_transformer import cli
-from tf_transformer.config import DataConfig
+from tf_transformer.config import DataConfig, TrainConfig
 from tf_transformer.data.mix import Mix
 from tf_transformer.data.sample import sample_pairs
 from tf_transformer.run_dir import RunDir
@@ -114,12 +114,17 @@ def test_the_flags_make_one_config(tmp_path):
         ["train", "--dataset", "a", "--dataset", "b", "--dataset-weights", "1,3",
          "--dev-set", "d1", "--dev-set", "d2"]
     )  # fmt: skip
-    from tf_transformer.commands.train import data_from_args
+    from tf_transformer.commands.train import configs_from_args, data_from_args
 
     data = data_from_args(args)
     assert data == DataConfig(dataset=("a", "b"), dataset_weights=(1.0, 3.0), dev_set=("d1", "d2"))
     assert DataConfig.from_dict(json.loads(json.dumps(data.to_dict()))) == data
     assert DataConfig("sample").dataset == ("sample",)  # one spec is a one-corpus mix
+    streamed = ["train", "--dataset", "a", "--corpus-shuffle-buffer", "500", "--vocab-sample", "7"]
+    args = cli.build_parser().parse_args(streamed)
+    assert data_from_args(args).corpus_shuffle_buffer == 500
+    assert configs_from_args(args)[1].vocab_sample == 7
+    assert (DataConfig().corpus_shuffle_buffer, TrainConfig().vocab_sample) == (100_000, 1_000_000)
 
 
 @pytest.fixture(scope="module")
