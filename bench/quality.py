@@ -212,7 +212,7 @@ def train_within_budget(args, root: Path) -> None:
         if pairs is None:
             from tf_transformer.data.mix import Mix
 
-            text = Mix.load(data).pairs(train_config.seed)  # the mix training.run draws first
+            text = Mix.load(data)  # the vocabulary sample `training.run` would draw
         prepare_tokenizers(
             run, text if pairs is None else pairs, data, train_config, progress=not args.quiet
         )

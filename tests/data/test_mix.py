@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import pytest
 
 from tests.training.test_logs import read_scalars
 from tf_transformer import cli
-from tf_transformer.config import DataConfig
+from tf_transformer.config import DataConfig, TrainConfig
 from tf_transformer.data.mix import Mix
 from tf_transformer.data.sample import sample_pairs
 from tf_transformer.run_dir import RunDir
@@ -53,6 +54,55 @@ def test_weighted_mix_shares_within_two_percent(tmp_path):
     assert first != list(mix.pairs(seed=8).take(50).as_numpy_iterator())
 
 
+def test_one_corpus_epoch_holds_every_pair_once_each_epoch_in_its_own_order(tmp_path):
+    pairs = tagged("s", 500)
+    mix = Mix.load(
+        DataConfig(dataset=write_corpus(tmp_path / "s", pairs), corpus_shuffle_buffer=64)
+    )
+    epochs = [[(s.decode(), t.decode()) for s, t in mix.pairs(seed).as_numpy_iterator()]
+              for seed in (0, 1)]  # fmt: skip
+    for epoch in epochs:
+        assert sorted(epoch) == sorted(pairs)  # every pair, once
+    assert epochs[0] != epochs[1] and epochs[0] != pairs
+    assert mix.shares(0) == {"s": 500}
+
+
+def test_each_epoch_draws_its_own_mix(tmp_path):
+    specs = [write_corpus(tmp_path / "big", tagged("big", 10000)),
+             write_corpus(tmp_path / "small", tagged("small", 1000))]  # fmt: skip
+    config = DataConfig(dataset=specs, dataset_weights=(0.5, 0.5), corpus_shuffle_buffer=500)
+    mix = Mix.load(config)
+    drawn = []
+    for seed in range(4):
+        pairs = [source.decode() for source, _ in mix.pairs(seed).as_numpy_iterator()]
+        assert len(pairs) == 11000
+        counts = collections.Counter(source.split()[0] for source in pairs)
+        assert dict(counts) == mix.shares(seed)  # what is logged is what was drawn
+        assert abs(counts["big"] / 11000 - 0.5) <= 0.02
+        drawn.append(frozenset(source for source in pairs if source.startswith("big")))
+    # The down-weighted corpus gives about half of its pairs to each epoch, other ones each
+    # time (its file read from another of its marks, every 1,000 lines): 4 epochs see it all.
+    assert len(set(drawn)) == 4
+    assert len(frozenset.union(*drawn)) >= 9500
+
+
+def test_the_vocabulary_sample_is_drawn_by_the_weights(tmp_path):
+    specs = [write_corpus(tmp_path / "a", tagged("a", 3000)),
+             write_corpus(tmp_path / "b", tagged("b", 300))]  # fmt: skip
+    mix = Mix.load(DataConfig(dataset=specs, dataset_weights=(0.25, 0.75)))
+    assert mix.sample_sizes(2000) == [500, 1500]
+    sample = [source.decode() for source, _ in mix.sample(2000, seed=0).as_numpy_iterator()]
+    counts = collections.Counter(source.split()[0] for source in sample)
+    assert abs(counts["a"] - 500) <= 3 * 500**0.5 and counts["b"] == 1500  # b: 5 passes, all
+    a_numbers = [int(source.split()[1]) for source in sample if source.startswith("a")]
+    assert len(set(a_numbers)) == len(a_numbers) and max(a_numbers) > 2500  # across the file
+    assert sample == [s.decode() for s, _ in mix.sample(2000, seed=0).as_numpy_iterator()]
+    # At least an epoch, default weights: every pair once.
+    whole = Mix.load(DataConfig(dataset=specs))
+    everything = sorted(s.decode() for s, _ in whole.sample(10**6, seed=0).as_numpy_iterator())
+    assert everything == sorted(p for p, _ in tagged("a", 3000) + tagged("b", 300))
+
+
 def test_default_weights_are_proportional_to_size(tmp_path):
     specs = [write_corpus(tmp_path / "x", tagged("x", 300)),
              write_corpus(tmp_path / "y", tagged("y", 100))]  # fmt: skip
@@ -64,12 +114,17 @@ def test_the_flags_make_one_config(tmp_path):
         ["train", "--dataset", "a", "--dataset", "b", "--dataset-weights", "1,3",
          "--dev-set", "d1", "--dev-set", "d2"]
     )  # fmt: skip
-    from tf_transformer.commands.train import data_from_args
+    from tf_transformer.commands.train import configs_from_args, data_from_args
 
     data = data_from_args(args)
     assert data == DataConfig(dataset=("a", "b"), dataset_weights=(1.0, 3.0), dev_set=("d1", "d2"))
     assert DataConfig.from_dict(json.loads(json.dumps(data.to_dict()))) == data
     assert DataConfig("sample").dataset == ("sample",)  # one spec is a one-corpus mix
+    streamed = ["train", "--dataset", "a", "--corpus-shuffle-buffer", "500", "--vocab-sample", "7"]
+    args = cli.build_parser().parse_args(streamed)
+    assert data_from_args(args).corpus_shuffle_buffer == 500
+    assert configs_from_args(args)[1].vocab_sample == 7
+    assert (DataConfig().corpus_shuffle_buffer, TrainConfig().vocab_sample) == (100_000, 1_000_000)
 
 
 @pytest.fixture(scope="module")

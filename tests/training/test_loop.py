@@ -91,8 +91,12 @@ def worker(run_dir: str, max_steps: int, sleep: float) -> None:
     print(json.dumps({"step": result.step, "stopped_by": result.stopped_by}), flush=True)
 
 
-def _start_worker(run_dir: Path, max_steps: int, sleep: float) -> subprocess.Popen:
-    code = f"from tests.training.test_loop import worker; worker({str(run_dir)!r}, {max_steps}, {sleep})"
+def _start_worker(
+    run_dir: Path, max_steps: int, sleep: float, target: str = "tests.training.test_loop.worker"
+) -> subprocess.Popen:
+    """A process that runs `target(run_dir, max_steps, sleep)`."""
+    module, name = target.rsplit(".", 1)
+    code = f"from {module} import {name}; {name}({str(run_dir)!r}, {max_steps}, {sleep})"
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     return subprocess.Popen(
         [sys.executable, "-c", code],
@@ -113,6 +117,30 @@ def _wait_for(condition, process: subprocess.Popen, timeout: float = 300.0) -> N
             process.kill()
             raise AssertionError("worker timed out")
         time.sleep(0.05)
+
+
+def kill_then_resume(run_dir: Path, process: subprocess.Popen, resume) -> tuple[int, object]:
+    """Kills `process` (training in `run_dir`) with SIGKILL after its first checkpoint, then
+    calls `resume(on_step)`, whose run SIGTERM stops five steps later; checks that the resumed
+    run started after the last checkpoint and stopped there with a checkpoint. Returns the
+    step of the checkpoint it was killed after and the resumed `TrainResult`."""
+    _wait_for(lambda: (_latest_step(run_dir) or 0) >= 10, process)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    killed_at = _latest_step(run_dir)
+    assert killed_at is not None and killed_at % 10 == 0
+    seen = []
+
+    def on_step(step, metrics):
+        seen.append(step)
+        if step == killed_at + 5:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    resumed = resume(on_step)
+    assert seen[0] == killed_at + 1
+    assert resumed.stopped_by == "SIGTERM" and resumed.step == killed_at + 5
+    assert _latest_step(run_dir) == killed_at + 5
+    return killed_at, resumed
 
 
 def test_train_step_does_not_retrace_over_lengths():
@@ -147,28 +175,15 @@ def test_tiny_model_learns_copy_task(tmp_path):
 @pytest.mark.slow
 def test_resume_after_sigkill_then_sigterm_matches_uninterrupted_run(tmp_path):
     # 1. A real process, killed with SIGKILL after its first checkpoint (every 10 steps).
-    run_dir = tmp_path / "interrupted"
-    process = _start_worker(run_dir, max_steps=1000, sleep=0.1)
-    _wait_for(lambda: (_latest_step(run_dir) or 0) >= 10, process)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    killed_at = _latest_step(run_dir)
-    assert killed_at is not None and killed_at % 10 == 0
-
     # 2. Resume: the counter continues after the last good checkpoint; SIGTERM five steps
     #    later saves a checkpoint and returns cleanly.
-    seen = []
-
-    def on_step(step, metrics):
-        seen.append(step)
-        if step == killed_at + 5:
-            os.kill(os.getpid(), signal.SIGTERM)
-
+    run_dir = tmp_path / "interrupted"
     config = TRAIN.replace(max_steps=1000)
-    resumed = train(run_dir, MODEL, config, copy_task, progress=False, on_step=on_step)
-    assert seen[0] == killed_at + 1
-    assert resumed.stopped_by == "SIGTERM" and resumed.step == killed_at + 5
-    assert _latest_step(run_dir) == killed_at + 5
+    killed_at, resumed = kill_then_resume(
+        run_dir,
+        _start_worker(run_dir, max_steps=1000, sleep=0.1),
+        lambda on_step: train(run_dir, MODEL, config, copy_task, progress=False, on_step=on_step),
+    )
 
     # 3. The same seed, never interrupted, stopped at the same step: identical weights.
     fresh_config = TRAIN.replace(max_steps=killed_at + 5)

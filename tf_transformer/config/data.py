@@ -57,6 +57,13 @@ class DataConfig(_DictConfig):
         None, "ted_hrlr: a local copy (or mirror URL) of the TED tarball."
     )
     data_dir: str | None = setting(None, "ted_hrlr: the TFDS data directory.")
+    corpus_shuffle_buffer: int = setting(
+        100_000,
+        "Pairs each training corpus is shuffled in as it streams from its files: memory grows "
+        "with N (about 200 bytes a pair), the order's randomness too (see docs/data.md).",
+        positive=True,
+        metavar="N",
+    )
 
     def __post_init__(self) -> None:
         for name in ("dataset", "dev_set"):  # one spec, or a list read from config.json
@@ -113,10 +120,16 @@ class DataConfig(_DictConfig):
 
     def load(self, split: str, spec: str | None = None):
         """One split of `spec` (default: the first corpus) as `(source, target)` string pairs
-        (see `tf_transformer.data.load_dataset`); the mix is `tf_transformer.data.mix.Mix`."""
-        from tf_transformer.data import load_dataset
+        in file order (see `tf_transformer.data.load_dataset`); the mix is
+        `tf_transformer.data.mix.Mix`."""
+        return self.corpus(split, spec).pairs()
 
-        return load_dataset(
+    def corpus(self, split: str, spec: str | None = None):
+        """One split of `spec` (default: the first corpus), checked, to stream (see
+        `tf_transformer.data.sources.load_corpus`)."""
+        from tf_transformer.data.sources import load_corpus
+
+        return load_corpus(
             self.dataset[0] if spec is None else spec,
             split,
             source_lang=self.source_lang,

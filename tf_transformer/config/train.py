@@ -60,6 +60,13 @@ class TrainConfig(_DictConfig):
         positive=True,
         metavar="N",
     )
+    vocab_sample: int = setting(
+        1_000_000,
+        "Learn the vocabularies from about N pairs (N sentences per language), drawn across the "
+        "training corpora by their weights; all of them when they hold fewer.",
+        positive=True,
+        metavar="N",
+    )
     shared_vocab: bool = setting(
         False, "One vocabulary of vocab_size tokens, learnt from both languages, for both."
     )
@@ -89,7 +96,9 @@ class TrainConfig(_DictConfig):
         positive=True,
         metavar="N",
     )
-    shuffle_buffer: int = setting(20000, "Sentence pairs shuffled per epoch.", positive=True)
+    shuffle_buffer: int = setting(
+        20000, "Tokenized sentence pairs shuffled before batching, each epoch.", positive=True
+    )
     seed: int = setting(0, "Seed of the weights, dropout and the per-epoch shuffle order.")
     checkpoint_every: int = setting(
         500, "Steps between checkpoints (and one at each epoch end).", positive=True

@@ -2,12 +2,13 @@
 
 from tf_transformer.data.errors import DataFormatError, DatasetUnavailableError
 from tf_transformer.data.pipeline import make_batches, padded_batches, padding_fraction
-from tf_transformer.data.sources import canonical_split, load_dataset
+from tf_transformer.data.sources import canonical_split, load_corpus, load_dataset
 
 __all__ = [
     "DataFormatError",
     "DatasetUnavailableError",
     "canonical_split",
+    "load_corpus",
     "load_dataset",
     "make_batches",
     "padded_batches",

@@ -9,7 +9,7 @@ import tensorflow as tf
 from tf_transformer.data.errors import DataFormatError
 from tf_transformer.data.mix import unique_names
 from tf_transformer.data.sources import SAMPLE_SPECS, TED_SPECS
-from tf_transformer.data.text_files import SPLIT_STEMS
+from tf_transformer.data.text_files import SPLIT_STEMS, text_dir_splits
 
 
 def has_dev_split(spec: str, source_lang: str, target_lang: str) -> bool:
@@ -20,10 +20,8 @@ def has_dev_split(spec: str, source_lang: str, target_lang: str) -> bool:
     directory = Path(spec).expanduser()
     if not directory.is_dir():
         return False
-    return any(
-        (directory / f"{stem}.{source_lang}").is_file() or (directory / f"{stem}.tsv").is_file()
-        for stem in SPLIT_STEMS["validation"]
-    )
+    splits = text_dir_splits(directory, source_lang, target_lang)
+    return any(stem in splits for stem in SPLIT_STEMS["validation"])
 
 
 def load_dev_sets(data) -> dict[str, tf.data.Dataset]:

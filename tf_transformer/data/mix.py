@@ -1,27 +1,41 @@
 """Several corpora at once: each training pair drawn from corpus i with probability w_i.
 
-A `Mix` loads the training split of every corpus of a `DataConfig` (so a missing or misaligned
-corpus fails before any work starts), and draws an epoch of pairs with tf.data's own
-`Dataset.sample_from_datasets`: each corpus is repeated and shuffled, and the epoch takes as
-many pairs as the corpora hold together. With the default weights (proportional to size) an
-epoch is close to the corpora concatenated; a higher weight repeats a small corpus more often.
+A `Mix` finds, counts and checks the training split of every corpus of a `DataConfig` (so a
+missing or misaligned corpus fails before any work starts) without reading any corpus into
+memory, and draws an epoch of pairs with tf.data's own `Dataset.sample_from_datasets`: each
+corpus streams pass after pass, each pass in its own order (`tf_transformer.data.corpus`), and
+the epoch takes as many pairs as the corpora hold together, each from the corpus a stateless
+draw (`corpus_choices`) names. With the default weights
+(proportional to size) an epoch is close to the corpora concatenated; a higher weight repeats a
+small corpus more often. One corpus alone is one pass over it per epoch: every pair once.
+
+Every draw depends only on the seed, which may be a tensor: `pairs(seed + epoch)` is the same
+epoch whether the custom loop builds it for each epoch or `model.fit` reads the epoch from a
+variable when its pass over the data starts.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
 
+from tf_transformer.data.corpus import endless
 from tf_transformer.errors import InvalidValueError
+
+_graph = tf.autograph.experimental.do_not_convert
+_CHOICE_BATCH = 65536
 
 
 def corpus_name(spec: str) -> str:
     """The name a corpus is reported under: a directory's or file's name, or the spec itself
     (`../shared/data/tatoeba_pt_en` -> `tatoeba_pt_en`, `sample` -> `sample`)."""
     path = Path(spec)
+    if path.name.lower().endswith(".tsv.gz"):
+        return path.name[: -len(".tsv.gz")]
     return path.stem if path.suffix.lower() == ".tsv" else (path.name or spec)
 
 
@@ -42,16 +56,23 @@ def count_elements(dataset: tf.data.Dataset) -> int:
     size = int(dataset.cardinality())
     if size >= 0:
         return size
-    add_one = tf.autograph.experimental.do_not_convert(lambda count, _: count + 1)
+    add_one = _graph(lambda count, _: count + 1)
     return int(dataset.reduce(np.int64(0), add_one))
 
 
-def sample_mix(datasets, weights, seed: int) -> tf.data.Dataset:
-    """Endless draws from `datasets` (each endless) with probabilities `weights`; the choice
-    of corpus depends only on `weights` and `seed`, not on the data (see `Mix.shares`)."""
-    return tf.data.Dataset.sample_from_datasets(
-        datasets, weights=list(weights), seed=seed, stop_on_empty_dataset=False
-    )
+def corpus_choices(weights, size: int, seed) -> tf.data.Dataset:
+    """`size` corpus indices drawn with probabilities `weights`, a stateless function of `seed`
+    (an int or an int64 tensor): which corpus each pair of an epoch comes from."""
+    logits = tf.math.log(tf.constant([weights], tf.float64))
+    seed = tf.cast(seed, tf.int64)
+
+    def draw(index, positions):
+        batch_seed = tf.stack([seed, index])
+        drawn = tf.random.stateless_categorical(logits, tf.size(positions), batch_seed)
+        return drawn[0]
+
+    batches = tf.data.Dataset.range(size).batch(_CHOICE_BATCH).enumerate()
+    return batches.map(_graph(draw)).unbatch()
 
 
 @dataclasses.dataclass
@@ -60,64 +81,100 @@ class Mix:
 
     Attributes:
       names: each corpus's name (`corpus_name`).
-      corpora: each corpus's `(source, target)` string pairs.
-      sizes: each corpus's number of pairs.
+      corpora: each corpus (`FileCorpus` or `DatasetCorpus`).
       weights: the sampling probabilities (they sum to 1).
+      shuffle_buffer: the pairs each corpus is shuffled in as it streams.
     """
 
     names: list[str]
-    corpora: list[tf.data.Dataset]
-    sizes: list[int]
+    corpora: list
     weights: list[float]
+    shuffle_buffer: int = 100_000
 
     @classmethod
     def load(cls, data, split: str = "train") -> Mix:
-        """Loads `split` of each corpus of `data` (a `DataConfig`), checking every file.
+        """Finds and checks `split` of each corpus of `data` (a `DataConfig`).
 
         Raises:
           DataFormatError: a corpus is missing, malformed or misaligned (its error names it).
           ValueError: an unknown spec, a corpus with no pairs, or two corpora of one name.
         """
         names = unique_names(data.dataset)
-        corpora = [data.load(split, spec) for spec in data.dataset]
-        sizes = [count_elements(pairs) for pairs in corpora]
-        for spec, size in zip(data.dataset, sizes):
-            if not size:
+        corpora = [data.corpus(split, spec) for spec in data.dataset]
+        for spec, corpus in zip(data.dataset, corpora):
+            if not corpus.size:
                 raise InvalidValueError(f"corpus {spec} has no {split} pairs.")
-        weights = data.dataset_weights or sizes
+        weights = data.dataset_weights or [corpus.size for corpus in corpora]
         total = float(sum(weights))
-        return cls(names, corpora, sizes, [w / total for w in weights])
+        return cls(names, corpora, [w / total for w in weights], data.corpus_shuffle_buffer)
+
+    @property
+    def sizes(self) -> list[int]:
+        """Each corpus's number of pairs."""
+        return [corpus.size for corpus in self.corpora]
 
     @property
     def epoch_size(self) -> int:
         """Pairs per epoch: as many as the corpora hold together."""
         return sum(self.sizes)
 
-    def pairs(self, seed: int) -> tf.data.Dataset:
-        """One epoch of mixed `(source, target)` pairs; the same `seed` gives the same pairs
-        in the same order (each corpus shuffled with its own seed derived from it)."""
-        endless = [
-            corpus.repeat().shuffle(size, seed=seed * 1000 + index, reshuffle_each_iteration=False)
-            for index, (corpus, size) in enumerate(zip(self.corpora, self.sizes))
+    def pairs(self, seed) -> tf.data.Dataset:
+        """One epoch of mixed `(source, target)` pairs; the same `seed` (an int, or an int64
+        tensor) gives the same pairs in the same order."""
+        seed = tf.cast(seed, tf.int64)
+        if len(self.corpora) == 1:  # one pass: every pair once
+            pass_seed = tf.stack([seed * 1000, tf.constant(0, tf.int64)])
+            return self.corpora[0].shuffled(pass_seed, shuffle_buffer=self.shuffle_buffer)
+        streams = [
+            endless(corpus, seed * 1000 + index, shuffle_buffer=self.shuffle_buffer)
+            for index, corpus in enumerate(self.corpora)
         ]
-        return sample_mix(endless, self.weights, seed).take(self.epoch_size)
+        choices = corpus_choices(self.weights, self.epoch_size, seed)
+        return tf.data.Dataset.choose_from_datasets(streams, choices)
 
     def shares(self, seed: int) -> dict[str, int]:
         """How many pairs of each corpus `pairs(seed)` holds: the same draws, made on the
         corpora's indices instead of their pairs."""
-        indices = [
-            tf.data.Dataset.from_tensors(np.int64(i)).repeat() for i in range(len(self.names))
-        ]
-        drawn = sample_mix(indices, self.weights, seed).take(self.epoch_size)
-        counts = drawn.batch(65536).reduce(
+        if len(self.corpora) == 1:
+            return {self.names[0]: self.epoch_size}
+        drawn = corpus_choices(self.weights, self.epoch_size, seed)
+        counts = drawn.batch(_CHOICE_BATCH).reduce(
             tf.zeros(len(self.names), tf.int64),
-            tf.autograph.experimental.do_not_convert(
+            _graph(
                 lambda total, batch: (
                     total + tf.math.bincount(batch, minlength=len(self.names), dtype=tf.int64)
                 )
             ),
         )
         return dict(zip(self.names, counts.numpy().tolist()))
+
+    def sample_sizes(self, size: int) -> list[int]:
+        """How many pairs of each corpus a sample of `size` pairs (at most an epoch) draws:
+        its weight's share."""
+        size = min(size, self.epoch_size)
+        return [round(size * weight) for weight in self.weights]
+
+    def sample(self, size: int, seed: int) -> tf.data.Dataset:
+        """About `sample_sizes(size)` pairs of each corpus, drawn by their weights, in file
+        order: each pair of corpus i is kept with probability q_i / n_i (over as many passes
+        as a weight above its size needs), so the count is q_i give or take sqrt(q_i). With
+        `size` at least an epoch and the default weights, that is every pair once. The corpora are read from their files in order (no
+        shuffle buffer), once each; the same seed gives the same sample.
+
+        The tokenizers learn from it (`TrainConfig.vocab_sample`).
+        """
+        samples = []
+        for index, (corpus, wanted) in enumerate(zip(self.corpora, self.sample_sizes(size))):
+            passes = max(1, math.ceil(wanted / corpus.size))
+            keep = wanted / (corpus.size * passes)
+            pairs = corpus.pairs().repeat(passes)
+            if keep < 1.0:
+                pairs = _bernoulli(pairs, keep, (seed, index))
+            samples.append(pairs)
+        sample = samples[0]
+        for more in samples[1:]:
+            sample = sample.concatenate(more)
+        return sample
 
     def describe(self, counts: dict[str, int]) -> str:
         """`mix: tatoeba_pt_en 41.2% (4,512 pairs, weight 0.40), ...`."""
@@ -127,3 +184,18 @@ class Mix:
             for name, weight in zip(self.names, self.weights)
         ]
         return "mix: " + ", ".join(parts)
+
+
+def _bernoulli(pairs: tf.data.Dataset, keep: float, seed) -> tf.data.Dataset:
+    """Each pair kept with probability `keep` (a stateless draw of `seed` and its position),
+    decided a batch at a time."""
+
+    def kept(index, batch):
+        source, target = batch
+        pass_seed = tf.stack([tf.constant(seed[0] * 1000 + seed[1], tf.int64), index])
+        draw = tf.random.stateless_uniform(tf.shape(source), pass_seed)
+        mask = draw < keep
+        return tf.boolean_mask(source, mask), tf.boolean_mask(target, mask)
+
+    batches = pairs.batch(4096).enumerate().map(_graph(kept), num_parallel_calls=tf.data.AUTOTUNE)
+    return batches.unbatch()

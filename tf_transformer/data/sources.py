@@ -6,9 +6,11 @@ from pathlib import Path
 
 import tensorflow as tf
 
+from tf_transformer.data.corpus import DatasetCorpus, FileCorpus
 from tf_transformer.data.errors import DataFormatError
+from tf_transformer.data.mix import count_elements
 from tf_transformer.data.ted_tarball import TED_SHA256, fetch_tarball, read_ted_tarball
-from tf_transformer.data.text_files import read_text_dir, read_tsv
+from tf_transformer.data.text_files import checked_files, is_tsv_file, read_text_dir
 from tf_transformer.errors import InvalidValueError
 
 TED_SPECS = ("ted_hrlr", "ted_hrlr_translate/pt_to_en")
@@ -30,7 +32,8 @@ VALID_SPECS_HELP = (
     "same, capitalised and punctuated), a directory of aligned text files "
     "(train.<source_lang>/train.<target_lang>, dev|val|validation.*, test.*, any other "
     "<split>.<source_lang>/<split>.<target_lang>, or <split>.tsv), "
-    "or a .tsv file (source<TAB>target per line)"
+    "or a .tsv file (source<TAB>target per line); text files may be gzip (.gz) and sharded "
+    "(train.00.pt, train.01.pt, ...)"
 )
 
 
@@ -57,7 +60,23 @@ def pairs_to_dataset(pairs: list[tuple[str, str]]) -> tf.data.Dataset:
     )
 
 
-def load_dataset(
+def load_dataset(spec: str | Path, split: str, **options) -> tf.data.Dataset:
+    """Loads one split of a parallel corpus as ``(source, target)`` string pairs, in file order.
+
+    The files are streamed, never held in memory; see `load_corpus` for `spec`, `split`, the
+    `options` and the errors.
+
+    Returns:
+        A ``tf.data.Dataset`` of scalar ``tf.string`` ``(source, target)`` pairs.
+
+    Example:
+        >>> ds = load_dataset("sample", "dev")
+        >>> pt, en = next(iter(ds))
+    """
+    return load_corpus(spec, split, **options).pairs()
+
+
+def load_corpus(
     spec: str | Path,
     split: str,
     *,
@@ -67,8 +86,8 @@ def load_dataset(
     sha256: str | None = TED_SHA256,
     source_lang: str = "pt",
     target_lang: str = "en",
-) -> tf.data.Dataset:
-    """Loads one split of a parallel corpus as ``(source, target)`` string pairs.
+) -> FileCorpus | DatasetCorpus:
+    """One split of a parallel corpus, to stream as ``(source, target)`` string pairs.
 
     Text files are read as ``<split>.<source_lang>`` and ``<split>.<target_lang>``; a TSV file
     holds ``source<TAB>target``. The built-in corpora (``sample``, TED) are Portuguese–English
@@ -89,8 +108,13 @@ def load_dataset(
         sha256: the digest the tarball must have (default: the one TFDS records); None skips it.
         source_lang, target_lang: the language pair (codes as in the file names).
 
+    Text files and TSV files are found and checked (line counts, UTF-8, empty lines, TSV
+    columns; see `tf_transformer.data.line_check`), not read into memory: the corpus streams
+    them (`tf_transformer.data.corpus`).
+
     Returns:
-        A ``tf.data.Dataset`` of scalar ``tf.string`` ``(source, target)`` pairs.
+        A `FileCorpus` (text files, TSV) or `DatasetCorpus` (the built-in corpora): its
+        ``pairs()`` in file order, ``shuffled(seed, ...)`` one pass in a drawn order, ``size``.
 
     Raises:
         DatasetUnavailableError: TFDS cannot download/prepare the TED data (the URL is dead),
@@ -102,8 +126,8 @@ def load_dataset(
         FileNotFoundError: the tarball does not exist.
 
     Example:
-        >>> ds = load_dataset("sample", "dev")
-        >>> pt, en = next(iter(ds))
+        >>> corpus = load_corpus("sample", "dev")
+        >>> pt, en = next(iter(corpus.pairs()))
     """
     spec_text = str(spec)
     if tarball is not None and spec_text not in TED_SPECS:
@@ -111,16 +135,19 @@ def load_dataset(
     if spec_text in (*SAMPLE_SPECS, *TED_SPECS):
         name = canonical_split(split)
         pairs = _builtin_pairs(spec_text, name, data_dir, download, tarball, sha256)
-        return _in_direction(pairs, spec_text, source_lang, target_lang)
+        pairs = _in_direction(pairs, spec_text, source_lang, target_lang)
+        return DatasetCorpus(pairs, count_elements(pairs))
     path = Path(spec_text).expanduser()
     if path.is_dir():
         # A known alias reads its usual files; any other name, the files of that name.
         name = _SPLIT_ALIASES.get(split.strip().lower(), split.strip())
-        return pairs_to_dataset(read_text_dir(path, name, source_lang, target_lang))
+        return FileCorpus(read_text_dir(path, name, source_lang, target_lang))
     if path.is_file():
-        if path.suffix.lower() != ".tsv":
-            raise DataFormatError(f"{path}: a single-file corpus must be a .tsv file")
-        return pairs_to_dataset(read_tsv(path))
+        if not is_tsv_file(path):
+            raise DataFormatError(
+                f"{path}: a single-file corpus must be a .tsv file (or a .tsv.gz)"
+            )
+        return FileCorpus(checked_files([path]))
     raise InvalidValueError(
         f"unknown data spec {spec_text!r}: not a known name nor an existing path; "
         f"{VALID_SPECS_HELP}"

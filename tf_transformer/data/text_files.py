@@ -1,10 +1,21 @@
-"""Parallel text corpora on disk: aligned ``<split>.<src>``/``<split>.<tgt>`` files or TSV files."""
+"""Parallel text corpora on disk: aligned ``<split>.<src>``/``<split>.<tgt>`` files or TSV files,
+plain or gzip, whole or in numbered shards; found, counted and checked, never read whole.
+
+A split's files are ``<stem>.<lang>`` (or ``<stem>.tsv``), each optionally gzip-compressed
+(``.gz``) and optionally cut into shards numbered before the language: ``train.00.pt``,
+``train.01.pt``, ... with ``train.00.en``, ``train.01.en``, ... (what ``split -d -l 1000000
+--additional-suffix=.pt train.pt train.`` writes). The pairs are streamed by
+`tf_transformer.data.streams`.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from pathlib import Path
 
 from tf_transformer.data.errors import DataFormatError
+from tf_transformer.data.line_check import scan_lines
 
 # Accepted file stems for each canonical split, in the order they are looked for.
 SPLIT_STEMS = {
@@ -12,103 +23,129 @@ SPLIT_STEMS = {
     "validation": ("dev", "val", "validation"),
     "test": ("test",),
 }
+# Every MARK_LINES-th line's byte offset is noted, so a plain file is read from any of them.
+MARK_LINES = 1000
+# <stem>[.<shard number>].<lang or tsv>[.gz]
+_FILE_NAME = re.compile(r"^(?P<stem>.+?)(?:\.(?P<shard>\d+))?\.(?P<ext>[^.]+?)(?P<gz>\.gz)?$")
 
 
-def read_lines(path: str | Path, *, allow_empty: bool = False) -> list[str]:
-    """Reads a UTF-8 file as a list of lines, checking every line.
+@dataclasses.dataclass(frozen=True)
+class CorpusFiles:
+    """One split of a corpus as files: its shards in order, and their line counts.
 
-    Args:
-        path: the file to read.
-        allow_empty: keep empty (or whitespace-only) lines instead of refusing them.
+    Attributes:
+      sources: each shard's source file (for TSV, the TSV file).
+      targets: each shard's target file, or None for TSV files.
+      lines: each shard's number of lines (pairs).
+      marks: for each shard, the byte offsets in its source file (and target file) of lines
+        0, `mark_lines`, 2 x `mark_lines`, ... and of its end; None when a file is gzip or
+        its last line has no newline. With marks for every shard, the corpus is read in pieces
+        from anywhere in its files (`FileCorpus`).
+      mark_lines: the lines between two marks.
+    """
 
-    Returns:
-        The lines without their line endings (``\\n`` or ``\\r\\n``); a final newline does not
-        make an extra empty line.
+    sources: tuple[Path, ...]
+    targets: tuple[Path, ...] | None
+    lines: tuple[int, ...]
+    marks: tuple | None = None
+    mark_lines: int = MARK_LINES
+
+    @property
+    def size(self) -> int:
+        """The number of pairs."""
+        return sum(self.lines)
+
+    @property
+    def is_tsv(self) -> bool:
+        return self.targets is None
+
+
+def checked_files(sources, targets=None, *, mark_lines: int = MARK_LINES) -> CorpusFiles:
+    """Counts and checks every file of a corpus (see `scan_lines`), that each target file has
+    its source file's line count, and notes where every `mark_lines`-th line starts.
 
     Raises:
-        DataFormatError: a line is not valid UTF-8, or is empty when `allow_empty` is False.
-            The message names the file and the 1-based line number.
+        DataFormatError: a bad line (file and line number), or misaligned files (both counts).
     """
-    path = Path(path)
-    raw = path.read_bytes()
-    chunks = raw.split(b"\n")
-    if chunks and chunks[-1] == b"":
-        chunks.pop()
-    lines = []
-    for number, chunk in enumerate(chunks, start=1):
-        try:
-            line = chunk.decode("utf-8").removesuffix("\r")
-        except UnicodeDecodeError as error:
+    scans = [scan_lines(path, tsv=targets is None, mark_every=mark_lines) for path in sources]
+    lines = [count for count, _ in scans]
+    marks = [(source_marks,) for _, source_marks in scans]
+    for index, (source, target, count) in enumerate(zip(sources, targets or (), lines)):
+        target_count, target_marks = scan_lines(target, mark_every=mark_lines)
+        if target_count != count:
             raise DataFormatError(
-                f"{path}: line {number} is not valid UTF-8 ({error.reason} at byte {error.start})"
-            ) from None
-        if not allow_empty and not line.strip():
-            raise DataFormatError(f"{path}: line {number} is empty")
-        lines.append(line)
-    return lines
-
-
-def read_aligned_files(source_path: str | Path, target_path: str | Path) -> list[tuple[str, str]]:
-    """Reads two line-aligned files into ``(source, target)`` pairs.
-
-    Raises:
-        DataFormatError: bad UTF-8 or an empty line (file and line number), or the two files
-            have different line counts (both counts).
-    """
-    source_lines = read_lines(source_path)
-    target_lines = read_lines(target_path)
-    if len(source_lines) != len(target_lines):
-        raise DataFormatError(
-            f"misaligned files: {source_path} has {len(source_lines)} lines but {target_path} "
-            f"has {len(target_lines)} lines"
-        )
-    return list(zip(source_lines, target_lines))
-
-
-def read_tsv(path: str | Path) -> list[tuple[str, str]]:
-    """Reads a ``source<TAB>target`` file into ``(source, target)`` pairs.
-
-    Raises:
-        DataFormatError: bad UTF-8, an empty line, a line without exactly two tab-separated
-            columns, or an empty column (file and line number in each case).
-    """
-    pairs = []
-    for number, line in enumerate(read_lines(path), start=1):
-        columns = line.split("\t")
-        if len(columns) != 2:
-            raise DataFormatError(
-                f"{path}: line {number} has {len(columns)} tab-separated columns, expected 2 "
-                "(source<TAB>target)"
+                f"misaligned files: {source} has {count} lines but {target} has "
+                f"{target_count} lines"
             )
-        if not columns[0].strip() or not columns[1].strip():
-            raise DataFormatError(f"{path}: line {number} has an empty column")
-        pairs.append((columns[0], columns[1]))
-    return pairs
+        marks[index] += (target_marks,)
+    seekable = all(all(side is not None for side in shard) for shard in marks)
+    return CorpusFiles(
+        tuple(sources),
+        None if targets is None else tuple(targets),
+        tuple(lines),
+        tuple(marks) if seekable else None,
+        mark_lines,
+    )
+
+
+def _shards(directory: Path, stem: str, ext: str) -> dict[int, Path]:
+    """The files of `stem` with extension `ext` by shard number (-1: not sharded)."""
+    found: dict[int, Path] = {}
+    for path in directory.iterdir():
+        match = _FILE_NAME.match(path.name)
+        if not (match and path.is_file() and match["stem"] == stem and match["ext"] == ext):
+            continue
+        shard = -1 if match["shard"] is None else int(match["shard"])
+        if shard in found:
+            raise DataFormatError(f"{directory}: both {found[shard].name} and {path.name}")
+        found[shard] = path
+    return found
+
+
+def split_files(directory: Path, stem: str, source_lang: str, target_lang: str):
+    """The checked files of split `stem`, or None when the directory has none."""
+    sources = _shards(directory, stem, source_lang)
+    targets = _shards(directory, stem, target_lang)
+    if sources or targets:
+        for shard in sorted(set(sources) ^ set(targets)):
+            have, lang = (sources, target_lang) if shard in sources else (targets, source_lang)
+            raise DataFormatError(f"{have[shard]} has no {lang} file beside it")
+        order = sorted(sources)
+        return checked_files([sources[s] for s in order], [targets[s] for s in order])
+    tsv = _shards(directory, stem, "tsv")
+    return checked_files([tsv[s] for s in sorted(tsv)]) if tsv else None
+
+
+def is_tsv_file(path: Path) -> bool:
+    """Whether `path` is named as a TSV corpus: ``.tsv`` or ``.tsv.gz``."""
+    return path.name.lower().endswith((".tsv", ".tsv.gz"))
 
 
 def text_dir_splits(
     directory: str | Path, source_lang: str = "pt", target_lang: str = "en"
 ) -> list[str]:
     """The splits a directory corpus holds: the stems with both ``<stem>.<source_lang>`` and
-    ``<stem>.<target_lang>``, or a ``<stem>.tsv``, sorted."""
-    files = {p.name for p in Path(directory).iterdir() if p.is_file()}
-    stems = {name[: -len(".tsv")] for name in files if name.endswith(".tsv")}
-    for name in files:
-        stem, _, lang = name.rpartition(".")
-        if stem and lang == source_lang and f"{stem}.{target_lang}" in files:
-            stems.add(stem)
-    return sorted(stem for stem in stems if stem)
+    ``<stem>.<target_lang>``, or a ``<stem>.tsv`` (sharded, gzip or not), sorted."""
+    found: dict[str, set[str]] = {}
+    for path in Path(directory).iterdir():
+        match = _FILE_NAME.match(path.name)
+        if match and path.is_file():
+            found.setdefault(match["stem"], set()).add(match["ext"])
+    return sorted(
+        stem for stem, exts in found.items() if "tsv" in exts or {source_lang, target_lang} <= exts
+    )
 
 
 def read_text_dir(
     directory: str | Path, split: str, source_lang: str = "pt", target_lang: str = "en"
-) -> list[tuple[str, str]]:
-    """Reads one split of a directory corpus.
+) -> CorpusFiles:
+    """Finds and checks one split of a directory corpus.
 
     The directory holds ``<stem>.<source_lang>`` and ``<stem>.<target_lang>`` (or
-    ``<stem>.tsv``, source first) for each split. The canonical splits look for their usual
-    stems: ``train``, ``dev``/``val``/``validation`` or ``test``; any other split is read from
-    the files of that name, e.g. FLORES' ``devtest.pt``/``devtest.en``.
+    ``<stem>.tsv``, source first) for each split, sharded or gzip as the module says. The
+    canonical splits look for their usual stems: ``train``, ``dev``/``val``/``validation`` or
+    ``test``; any other split is read from the files of that name, e.g. FLORES'
+    ``devtest.pt``/``devtest.en``.
 
     Args:
         directory: the corpus directory.
@@ -116,24 +153,21 @@ def read_text_dir(
         source_lang, target_lang: the language codes that end the file names.
 
     Returns:
-        The split's ``(source, target)`` pairs.
+        The split's files, counted and checked.
 
     Raises:
         DataFormatError: no file for the split (the message lists the splits the directory
-            holds, and its files), or any of the errors of `read_aligned_files` / `read_tsv`.
+            holds, and its files), a shard without its other language, or any error of
+            `checked_files`.
     """
     directory = Path(directory)
     if not split or split != Path(split).name or split.startswith("."):
         raise DataFormatError(f"split {split!r} is not a file stem: name it without a path")
     stems = SPLIT_STEMS.get(split, (split,))
     for stem in stems:
-        source_path = directory / f"{stem}.{source_lang}"
-        target_path = directory / f"{stem}.{target_lang}"
-        if source_path.is_file() and target_path.is_file():
-            return read_aligned_files(source_path, target_path)
-        tsv_path = directory / f"{stem}.tsv"
-        if tsv_path.is_file():
-            return read_tsv(tsv_path)
+        files = split_files(directory, stem, source_lang, target_lang)
+        if files is not None:
+            return files
     wanted = ", ".join(f"{stem}.{source_lang}+{stem}.{target_lang} or {stem}.tsv" for stem in stems)
     splits = text_dir_splits(directory, source_lang, target_lang)
     existing = sorted(p.name for p in directory.iterdir() if p.is_file())

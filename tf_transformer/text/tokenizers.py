@@ -149,6 +149,7 @@ def build_tokenizers(
     shared_vocab: bool = False,
     truecase_target: bool = False,
     progress: bool = False,
+    sample_size: int | None = None,
 ) -> Tokenizers:
     """Learns source and target WordPiece vocabularies from ``(source, target)`` pairs.
 
@@ -177,6 +178,8 @@ def build_tokenizers(
             the targets here, ignored with `lower_case`); translations get their first letter
             capitalised.
         progress: progress bars (tqdm) while the words are counted and WordPiece learnt.
+        sample_size: about how many pairs `pairs` holds, when it is a sample drawn as it is
+            read (`Mix.sample`): the bars then show the drawing against it.
 
     Returns:
         The tokenizers, ready to use or to `Tokenizers.save`.
@@ -189,6 +192,7 @@ def build_tokenizers(
         batch_size=batch_size,
         learn_params=learn_params,
         progress=progress,
+        sample_size=sample_size,
     )
     lower = (lower_case or lower_case_source, lower_case)  # (source, target)
     first_words = None
@@ -204,7 +208,11 @@ def build_tokenizers(
         targets = targets.map(graph(FirstWordTruecaser(first_words).lower_first_word))
     texts = [sources, targets.map(graph(lambda target: normalize(target, lower[1])))]
     if shared_vocab:  # word counts of both languages, one vocabulary for both roles
-        vocabs = [learn(texts[0].concatenate(texts[1]), description="shared vocabulary")] * 2
+        both = None if sample_size is None else 2 * sample_size
+        shared = learn(
+            texts[0].concatenate(texts[1]), description="shared vocabulary", sample_size=both
+        )
+        vocabs = [shared] * 2
     else:
         vocabs = [
             learn(side, description=f"{role} vocabulary ({lang})")

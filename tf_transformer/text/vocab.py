@@ -40,6 +40,7 @@ def learn_vocab(
     lower_case: bool = False,
     progress: bool = False,
     description: str = "vocabulary",
+    sample_size: int | None = None,
 ) -> list[str]:
     """Learns a WordPiece vocabulary as ``bert_vocab_from_dataset`` does: the words of `texts`
     counted (TF Text's ``BasicTokenizer``, the tokenizer's word splitting), then WordPiece
@@ -57,6 +58,8 @@ def learn_vocab(
             else the vocabulary keeps case ("Tom" and "tom" are different tokens).
         progress: a progress bar (tqdm) over the counted batches, then the learning step.
         description: what the bar says it builds (e.g. "source vocabulary").
+        sample_size: about how many strings `texts` holds when it is a sample drawn as it is
+            read: the bar then says it draws them, and counts its batches against it.
 
     Returns:
         The vocabulary, reserved tokens first.
@@ -71,9 +74,13 @@ def learn_vocab(
         )
     )
     total = int(words.cardinality())
+    counting = "counting words"
+    if sample_size is not None:
+        total = -(-sample_size // batch_size)
+        counting = f"drawing about {sample_size:,} sentences, counting words"
     with tqdm(
         total=total + 1 if total >= 0 else None,
-        desc=f"{description}: counting words",
+        desc=f"{description}: {counting}",
         unit="batch",
         disable=not progress,
     ) as bar:
@@ -84,6 +91,8 @@ def learn_vocab(
                 bar.update()
 
         counts = learner.count_words(counted())
+        if sample_size is not None:  # the sample's size was about `sample_size`: now it is known
+            bar.total = bar.n + 1
         bar.set_description(f"{description}: learning WordPiece from {len(counts):,} words")
         learn = functools.partial(
             learner.learn, counts, vocab_size, list(reserved_tokens), **(learn_params or {})

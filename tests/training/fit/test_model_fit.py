@@ -1,5 +1,7 @@
 """Tests for `model.fit` training: compile, callbacks, .keras save/load, loss parity."""
 
+import json
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -95,3 +97,75 @@ def test_a_non_finite_loss_rolls_back_to_weights_that_gave_a_finite_loss(tmp_pat
     model = run.load_model(good)
     sums = TrainStep(model, make_optimizer(MODEL.d_model, config)).eval_step(batch)
     assert np.isfinite(float(sums["loss_sum"] / sums["tokens"]))
+
+
+def _tagged_mix(root):
+    """Two tagged corpora (every sentence says its corpus and number), weights 1:1."""
+    from tests.data.test_mix import tagged, write_corpus
+    from tf_transformer.config import DataConfig
+    from tf_transformer.data.mix import Mix
+
+    specs = [write_corpus(root / "big", tagged("big", 120)),
+             write_corpus(root / "small", tagged("small", 20))]  # fmt: skip
+    return Mix.load(DataConfig(dataset=specs, dataset_weights=(0.5, 0.5)))
+
+
+def test_each_fit_epoch_trains_on_its_own_draw_of_the_mix(tmp_path):
+    # Keras' own fit on the dataset that `fit` makes: each epoch's batches must come from
+    # that epoch's draw, the one the custom loop takes for it.
+    from tf_transformer.config import TrainConfig
+    from tf_transformer.text.tokenizers import build_tokenizers
+    from tf_transformer.training.fit.data_epoch import EpochStart
+    from tf_transformer.training.start.inputs import epoch_batches
+
+    mix = _tagged_mix(tmp_path)
+    tokenizers = build_tokenizers(
+        mix.sample(1000, 0), vocab_size=300, learn_params={"lower_thresh": 1}
+    )
+    batches = epoch_batches(mix, tokenizers, TrainConfig(token_budget=64, max_tokens=16))
+
+    def targets(rows) -> list[tuple[int, ...]]:
+        return [tuple(int(i) for i in row if i) for row in rows]
+
+    drawn = [sorted(targets([row for _, t in batches(e) for row in t.numpy()])) for e in range(3)]
+    trained: dict[int, list] = {0: [], 1: [], 2: []}
+    keras_epoch = []
+
+    class Recorder(tf.keras.Model):
+        def train_step(self, data):
+            _, tgt_out = data
+            record = lambda rows: trained[keras_epoch[-1]].extend(targets(rows.numpy()))
+            tf.py_function(record, [tgt_out], [])
+            return {"loss": 0.0}
+
+    inputs = tf.keras.Input((1,))
+    model = Recorder(inputs, tf.keras.layers.Dense(1)(inputs))
+    model.compile(run_eagerly=True)
+    epoch = tf.Variable(0, dtype=tf.int64)
+    callbacks = [EpochStart(keras_epoch.append)]
+    model.fit(batches.each_pass(epoch), epochs=3, callbacks=callbacks, shuffle=False, verbose=0)
+    for e in range(3):
+        assert trained[e], e
+        assert set(trained[e]) <= set(drawn[e])  # only that epoch's pairs
+        # Keras cuts an epoch that has more batches than the first one at that count.
+        assert len(trained[e]) >= 0.8 * len(drawn[e])
+    assert drawn[0] != drawn[1] != drawn[2]
+    assert sorted(trained[0]) == drawn[0]  # the first epoch whole
+
+
+@pytest.mark.parametrize("trainer", ["loop", "fit"])
+def test_mix_json_records_each_epochs_draw(tmp_path, trainer):
+    from tf_transformer import cli
+
+    mix = _tagged_mix(tmp_path)
+    run_dir = tmp_path / "run"
+    command = ["train", "--dataset", str(tmp_path / "big"), "--dataset", str(tmp_path / "small"),
+               "--dataset-weights", "1,1", "--dev-set", str(tmp_path / "big"), "--preset", "tiny",
+               "--quiet", "--vocab-size", "200", "--epochs", "3", "--token-budget", "256",
+               "--run-dir", str(run_dir)]  # fmt: skip
+    (tmp_path / "big" / "dev.pt").write_text("big 1 pt\n")
+    (tmp_path / "big" / "dev.en").write_text("big 1 en\n")
+    assert cli.main(command + (["--fit"] if trainer == "fit" else [])) == 0
+    logged = json.loads((run_dir / "logs" / "mix.json").read_text())["epochs"]
+    assert logged == {str(e): mix.shares(e) for e in range(3)}  # seed 0 + epoch
+    assert len({tuple(counts.values()) for counts in logged.values()}) > 1

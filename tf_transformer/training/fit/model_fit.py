@@ -24,6 +24,7 @@ from tf_transformer.run_dir import RunDir
 from tf_transformer.training.checkpoints import restore_newest
 from tf_transformer.training.distribute import Workers, distribute_batches, num_workers
 from tf_transformer.training.fit.backup import BackupAndRestore, ModelCheckpoint
+from tf_transformer.training.fit.data_epoch import EpochStart, fit_dataset
 from tf_transformer.training.fit.optimizer import fit_optimizer
 from tf_transformer.training.policies.progress import FitProgress, Progress
 from tf_transformer.training.policies.standard import NonFiniteLossError
@@ -129,6 +130,7 @@ def fit(
     workers: Workers | None = None,
     early_stopping_patience: int | None = None,
     validate: Validate | None = None,
+    on_epoch_begin: Callable[[int], None] | None = None,
     verbose: int | str = "auto",
 ) -> TrainResult:
     """Trains with `model.fit` and leaves a run directory like the custom loop's.
@@ -156,8 +158,9 @@ def fit(
       model_config: the model, with the real vocabulary sizes.
       train_config: epochs, max_steps, optimizer, loss and precision settings (a
         `mixed_precision` of "auto" is resolved as in the custom loop, `Session.open`).
-      train_ds: batches `((src, tgt_in), tgt_out)` (or `epoch -> batches`; epoch 0's is used,
-        so give it a reshuffling dataset).
+      train_ds: batches `((src, tgt_in), tgt_out)`, or `epoch -> batches` (epoch 0's is
+        used, so give it a reshuffling dataset), or an `EpochBatches`: its `each_pass` dataset
+        of an epoch variable, set at each epoch's start, so each epoch draws its mix anew.
       val_ds: validation batches.
       data: what the run trains on (`DataConfig.to_dict()`), recorded in config.json.
       strategy: overrides `train_config.strategy`.
@@ -165,6 +168,7 @@ def fit(
         `strategy`.
       early_stopping_patience: epochs without `val_loss` improvement before stopping.
       validate: the validation hook, called every `train_config.eval_every` steps.
+      on_epoch_begin: called with each epoch at its start (e.g. to log its mix).
       verbose: `model.fit`'s verbosity.
 
     Returns:
@@ -190,13 +194,15 @@ def fit(
         model = compile_model(build_model(model_config, train_config.mixed_precision), train_config)
         # Here, not in fit's first step: a strategy's variables cannot be made inside it.
         model.optimizer.build(model.trainable_variables)
-    dataset = train_ds(0) if callable(train_ds) else train_ds
+    epoch = tf.Variable(0, dtype=tf.int64, trainable=False, name="data_epoch")
+    dataset = fit_dataset(train_ds, epoch)
     steps_per_epoch = None
     if strategy.num_replicas_in_sync > 1:  # whole batches per replica, as in the custom loop
         # Keras takes the next batch inside its compiled step: at the end of a distributed
         # dataset that step fails after the optimizer's step counter has advanced (a step
         # without an update, which shifts the learning-rate schedule). An endless stream
-        # (reshuffled at each pass) cut into epochs of one pass's steps never ends in a step.
+        # (each pass the next epoch's draw, or reshuffled) cut into epochs of one pass's steps
+        # never ends in a step.
         counted = train_ds(0) if callable(train_ds) else dataset  # keeps `dataset`'s orders
         batches = count_elements(counted)
         steps_per_epoch = max(math.ceil(batches / strategy.num_replicas_in_sync), 1)
@@ -220,6 +226,7 @@ def fit(
     # backup, when there is one and it is whole, replaces it in `fit` (see `training.fit.backup`).
     latest = restore_newest(manager.checkpoint, run.checkpoints_path)
     initial_epoch = status.epoch if latest else 0
+    epoch.assign(initial_epoch)  # the epoch the data's first pass draws (`each_pass`)
 
     def restore_again() -> str | None:
         if latest:
@@ -247,7 +254,11 @@ def fit(
             )
             # After Keras' own: `BackupAndRestore` restores the step count that
             # `FitProgress` reads.
-            callbacks += [FitProgress(progress=status), *policies.callbacks()]
+            callbacks += [
+                FitProgress(progress=status),
+                EpochStart(on_epoch_begin),
+                *policies.callbacks(),
+            ]
             with strategy.scope(), warnings.catch_warnings():
                 # Keras learns an epoch's length from a dataset of unknown length (ours: the
                 # bucketed batches) by running out of it at the end of the first epoch, and

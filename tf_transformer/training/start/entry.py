@@ -145,21 +145,20 @@ def _train_run(
     holding the lock."""
     chief = workers.chief
     had_tokenizers = run.tokenizers_path.is_dir() and not overwrite
-    # Every corpus and dev set is read (and checked) before anything is built or deleted.
+    # Every corpus and dev set is found and checked before anything is built or deleted; the
+    # training corpora stream from their files (one corpus is a mix of one).
     mix = None
     if train_pairs is None:
+        mix = Mix.load(data)
         if data.is_mix:
-            mix = Mix.load(data)
             data = data.replace(dataset_weights=tuple(round(w, 6) for w in mix.weights))
-        else:
-            train_pairs = data.load("train")
     dev_sets = {"dev": validation_pairs} if validation_pairs is not None else load_dev_sets(data)
     validation_pairs = next(iter(dev_sets.values()))
     if overwrite and run.root.exists() and chief:
         clear_run_dir(run.root)  # under the run's lock, which stays
     tokenizers = prepare_tokenizers(
         run,
-        train_pairs if mix is None else mix.pairs(train_config.seed),  # built over the mix
+        train_pairs if mix is None else mix,  # a sample drawn across the mix
         data,
         train_config,
         reuse=chief or had_tokenizers,
@@ -180,7 +179,9 @@ def _train_run(
         train_pairs if mix is None else mix,
         tokenizers,
         train_config,
-        on_mix=MixLog(run, mix, verbose=progress) if mix is not None and chief else None,
+        on_mix=MixLog(run, mix, verbose=progress)
+        if data.is_mix and mix is not None and chief
+        else None,
     )
     val_batches = validation_batches(validation_pairs, tokenizers, train_config)
     validate = None
@@ -198,6 +199,7 @@ def _train_run(
             batches,
             val_batches,
             validate=validate,
+            on_epoch_begin=batches.log_mix,
             verbose=int(progress),
             **common,
         )

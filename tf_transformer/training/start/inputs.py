@@ -1,6 +1,7 @@
-"""What `run` prepares before training: the run's tokenizers, its training batches (one order per
-epoch, a mix of corpora drawn anew each epoch and logged by `MixLog`) and validation batches,
-and the check that shared embeddings have one vocabulary."""
+"""What `run` prepares before training: the run's tokenizers (learnt from a bounded sample), its
+training batches (one order per epoch, a mix of corpora drawn anew each epoch, in the custom loop
+and under `model.fit`, and logged by `MixLog`) and validation batches, and the check that shared
+embeddings have one vocabulary."""
 
 from __future__ import annotations
 
@@ -16,18 +17,14 @@ from tf_transformer.errors import InvalidValueError
 from tf_transformer.run_dir import RunDir
 
 
-def epoch_batches(
-    pairs: tf.data.Dataset | Mix,
-    tokenizers,
-    train_config: TrainConfig,
-    *,
-    on_mix: Callable[[int, dict[str, int]], None] | None = None,
-) -> Callable:
-    """The training batches: a function `epoch -> batches`, shuffled with `seed + epoch`.
+class EpochBatches:
+    """The training batches of each epoch: `batches(epoch)`, shuffled with `seed + epoch`.
 
     The custom loop asks for each epoch's batches (a resumed run rebuilds epoch k's order
-    exactly); `model.fit` takes epoch 0's, which reshuffles on every pass. With
-    `concat_fraction`, each epoch adds its own joined pairs (`model.fit`: epoch 0's, every pass).
+    exactly). `model.fit` iterates one dataset (`each_pass`) whose every pass draws the mix of
+    the next epoch, so each epoch draws its own mix there too (the pairs of epoch k are those
+    the custom loop draws). With
+    `concat_fraction`, each epoch adds its own joined pairs.
 
     Args:
       pairs: `(source, target)` string pairs, or a `Mix` of corpora: each epoch then draws its
@@ -35,32 +32,80 @@ def epoch_batches(
       tokenizers: a `Tokenizers` with `.source` and `.target`.
       train_config: supplies max_tokens, token_budget, shuffle_buffer, seed and
         concat_fraction.
-      on_mix: with a `Mix`, called with each epoch and its pairs per corpus (`Mix.shares`).
+      on_mix: with a `Mix`, called with each epoch and its pairs per corpus (`Mix.shares`):
+        by `batches(epoch)`, or by `log_mix(epoch)` (`model.fit`, at each epoch's start).
     """
 
-    def batches(epoch: int) -> tf.data.Dataset:
-        drawn = pairs
-        if isinstance(pairs, Mix):
-            drawn = pairs.pairs(train_config.seed + epoch)
-            if on_mix is not None:
-                on_mix(epoch, pairs.shares(train_config.seed + epoch))
+    def __init__(
+        self,
+        pairs: tf.data.Dataset | Mix,
+        tokenizers,
+        train_config: TrainConfig,
+        *,
+        on_mix: Callable[[int, dict[str, int]], None] | None = None,
+    ):
+        self.pairs, self.tokenizers, self.train_config = pairs, tokenizers, train_config
+        self.on_mix = on_mix
+
+    def log_mix(self, epoch: int) -> None:
+        """Reports epoch `epoch`'s pairs per corpus to `on_mix` (with a `Mix`)."""
+        if isinstance(self.pairs, Mix) and self.on_mix is not None:
+            self.on_mix(epoch, self.pairs.shares(self.train_config.seed + epoch))
+
+    def __call__(self, epoch: int) -> tf.data.Dataset:
+        """Epoch `epoch`'s batches (a `Mix`: its draw, reported to `on_mix`)."""
+        drawn = self.pairs
+        if isinstance(drawn, Mix):
+            self.log_mix(epoch)
+            drawn = drawn.pairs(self.train_config.seed + epoch)
+        return self._batches(drawn, epoch)
+
+    def each_pass(self, epoch: tf.Variable) -> tf.data.Dataset:
+        """One dataset for `model.fit`, whose every pass is an epoch of its own: a `Mix`'s
+        pass takes the epoch that `epoch` (an int64 variable, set to the first epoch) holds
+        when the pass starts, and adds one to it, then draws that epoch's mix and batches it.
+        Keras starts a pass each epoch (and `repeat()` one after the other), so epoch k reads
+        the mix the custom loop draws for epoch k; the shuffles after the draw are seeded by
+        `seed` alone. Other pairs: epoch `epoch`'s batches, reshuffled on each pass."""
+        if not isinstance(self.pairs, Mix):
+            return self._batches(self.pairs, int(epoch.numpy()))
+        mix, seed = self.pairs, self.train_config.seed
+
+        def one_pass(_):
+            drawn = epoch.assign_add(1) - 1
+            return self._batches(mix.pairs(seed + drawn), 0)
+
+        one = tf.data.Dataset.from_tensors(0)
+        return one.flat_map(tf.autograph.experimental.do_not_convert(one_pass))
+
+    def _batches(self, drawn: tf.data.Dataset, epoch: int) -> tf.data.Dataset:
+        config = self.train_config
         epoch_pairs = add_concatenations(
             drawn,
-            train_config.concat_fraction,
-            seed=2 * (train_config.seed + epoch),  # two shuffles per epoch, none shared
-            shuffle_buffer=train_config.shuffle_buffer,
+            config.concat_fraction,
+            seed=2 * (config.seed + epoch),  # two shuffles per epoch, none shared
+            shuffle_buffer=config.shuffle_buffer,
         )
         return make_batches(
             epoch_pairs,
-            tokenizers,
-            max_tokens=train_config.max_tokens,
-            token_budget=train_config.token_budget,
-            shuffle_buffer=train_config.shuffle_buffer,
-            seed=train_config.seed + epoch,
+            self.tokenizers,
+            max_tokens=config.max_tokens,
+            token_budget=config.token_budget,
+            shuffle_buffer=config.shuffle_buffer,
+            seed=config.seed + epoch,
             cache=False,  # a fresh pipeline per epoch: its first pass is its only pass
         )
 
-    return batches
+
+def epoch_batches(
+    pairs: tf.data.Dataset | Mix,
+    tokenizers,
+    train_config: TrainConfig,
+    *,
+    on_mix: Callable[[int, dict[str, int]], None] | None = None,
+) -> EpochBatches:
+    """The training batches, a function `epoch -> batches` (see `EpochBatches`)."""
+    return EpochBatches(pairs, tokenizers, train_config, on_mix=on_mix)
 
 
 def validation_batches(pairs: tf.data.Dataset, tokenizers, train_config: TrainConfig):
@@ -85,15 +130,22 @@ def prepare_tokenizers(
     progress: bool = False,
 ):
     """The run's tokenizers: reloaded when the run has them (and `reuse`), else learnt from
-    `pairs` and saved (when `save`: the other workers of a multi-worker job learn the same
+    `pairs` (a `Mix`: a sample of `train_config.vocab_sample` pairs drawn by its weights, see
+    `Mix.sample`; a dataset: its first `vocab_sample` pairs) and saved (when `save`: the other workers of a multi-worker job learn the same
     ones without saving, and never read what the chief may be writing), with progress bars
     when `progress`."""
     from tf_transformer.text.tokenizers import build_tokenizers
 
     if reuse and run.tokenizers_path.is_dir():
         return run.load_tokenizers()
+    if isinstance(pairs, Mix):
+        sample = pairs.sample(train_config.vocab_sample, seed=train_config.seed)
+        sample_size = sum(pairs.sample_sizes(train_config.vocab_sample))
+    else:
+        sample, sample_size = pairs.take(train_config.vocab_sample), None
     tokenizers = build_tokenizers(
-        pairs,
+        sample,
+        sample_size=sample_size,
         vocab_size=train_config.vocab_size,
         learn_params={"lower_thresh": train_config.vocab_min_count},
         source_lang=data.source_lang,
