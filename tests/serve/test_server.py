@@ -183,8 +183,10 @@ def test_serve_fronts_a_tf_serving_model_alternatives_included():
 
     path, _ = tiny_export()
     expected = open_translator(path).translate_n_best(SENTENCES[:1], 3)[0]
-    with served_export(path, "rest", "tiny") as (url, _):
-        with running(open_translator(url, model_name="tiny")) as (ours, _):
-            body = {"q": SENTENCES[0], "source": "pt", "target": "en", "alternatives": 2}
-            answer = post(f"{ours}/translate", body)
+    body = {"q": SENTENCES[0], "source": "pt", "target": "en", "alternatives": 2}
+    with (
+        served_export(path, "rest", "tiny") as (url, _),
+        running(open_translator(url, model_name="tiny")) as (ours, _),
+    ):
+        answer = post(f"{ours}/translate", body)
     assert answer == (200, {"translatedText": expected[0], "alternatives": expected[1:]})
