@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     ]
     if missing:
         raise CLIError(f"serve needs {', '.join(missing)}: pip install '.[serve]'.")
-    from tf_transformer.backends import detect, open_translator
+    from tf_transformer.backends import open_translator
     from tf_transformer.serve.requests import Limits
 
     limits = Limits(
@@ -107,8 +107,6 @@ def run(args: argparse.Namespace) -> int:
         batch_limit=args.batch_limit,
         api_keys=read_keys(args.api_keys) if args.api_keys else frozenset(),
     )
-    if detect(args.path) is None and not Path(args.path).is_dir():
-        raise MissingFileError(f"{args.path} is neither a run directory nor an export.")
     with model_loading(args.path):
         translator = open_translator(
             args.path, decode_config(args), checkpoint=args.checkpoint, model_name=args.model_name

@@ -123,13 +123,14 @@ class Translator(tf.Module):
             def translate(sentences):
                 src = self.source_ids(sentences, config)
                 out = decode(src)
-                beams = None
-                if all_beams:  # every beam's text; the best one's fields as below
-                    beams = self.beam_texts(out.ids, src)
-                    if config.beam_size > 1:
-                        out = type(out)(*(t[:, 0] for t in out[:4]), out.steps)
                 # Nothing to translate: an empty translation, not what the model makes of START END.
                 empty = tf.math.count_nonzero(src, axis=1) <= 2  # START and END only
+                beams = None
+                if all_beams:  # every beam's text; the best one's fields as below
+                    beams = self.beam_texts(out.ids, empty)
+                    if config.beam_size > 1:
+                        fields = ("ids", "log_probs", "scores", "lengths")
+                        out = out._replace(**{f: getattr(out, f)[:, 0] for f in fields})
                 width = tf.shape(out.ids)[1]
                 nothing = tf.one_hot(0, width, START_ID, 0) + tf.one_hot(1, width, END_ID, 0)
                 ids = tf.where(empty[:, tf.newaxis], nothing[tf.newaxis, :], out.ids)
@@ -149,15 +150,15 @@ class Translator(tf.Module):
             self._functions[key] = translate
         return self._functions[key]
 
-    def beam_texts(self, ids: tf.Tensor, src: tf.Tensor) -> tf.Tensor:
+    def beam_texts(self, ids: tf.Tensor, empty: tf.Tensor) -> tf.Tensor:
         """`tf.string (batch, beams)`: the text of every beam of `ids` `(batch, beams, len)` (or
-        of the one hypothesis of `(batch, len)`); "" for a source with nothing to translate."""
+        of the one hypothesis of `(batch, len)`); "" where `empty` (bool `(batch,)`: a source
+        with nothing to translate)."""
         if len(ids.shape) == 2:
             ids = ids[:, tf.newaxis]
         shape = tf.shape(ids)
         flat = tf.cast(tf.reshape(ids, (-1, shape[2])), tf.int64)
         texts = tf.reshape(self.tokenizers.target.detokenize(flat), shape[:2])
-        empty = tf.math.count_nonzero(src, axis=1) <= 2  # START and END only
         return tf.where(empty[:, tf.newaxis], tf.constant(""), texts)
 
     def translate(

@@ -70,9 +70,12 @@ class Batcher:
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            jobs = self._next_batch(await self.queue.get())
+            first = await self.queue.get()
+            if first.future.done():  # timed out while waiting
+                continue
+            jobs = self._next_batch(first)
             sentences = [s for job in jobs for s in job.sentences]
-            call = functools.partial(self._call, sentences, jobs[0].n)
+            call = functools.partial(self._call, sentences, first.n)
             try:
                 results = await loop.run_in_executor(self.executor, call)
             except Exception as error:  # noqa: BLE001  (the requests get it; the loop goes on)
@@ -88,20 +91,19 @@ class Batcher:
 
     def _next_batch(self, first: _Job) -> list[_Job]:
         """`first` and the waiting jobs after it that ask for the same `n`, up to `max_batch`
-        sentences; the others keep their place."""
-        jobs, count, skipped = [first], len(first.sentences), []
+        sentences; the first that does not fit goes back to the queue's end (it waits one call
+        more)."""
+        jobs, count = [first], len(first.sentences)
         while not self.queue.empty() and count < self.max_batch:
             job = self.queue.get_nowait()
             if job.future.done():  # timed out while waiting
                 continue
             if job.n != first.n or count + len(job.sentences) > self.max_batch:
-                skipped.append(job)
+                self.queue.put_nowait(job)  # room: it was just taken out
                 break
             jobs.append(job)
             count += len(job.sentences)
-        for job in skipped:  # back in the queue (at its end: it waited one call more)
-            self.queue.put_nowait(job)
-        return [job for job in jobs if not job.future.done()] or [first]
+        return jobs
 
     async def run(self, function, *args):
         """`function(*args)` on the backend's thread, between batches (an attention map)."""

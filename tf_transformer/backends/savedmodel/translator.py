@@ -19,12 +19,12 @@ def exported_decoding(where: str, recorded: dict | None, config: DecodeConfig, j
     settings (None: unknown, a server): its beam size (`serving_default`) or 1 (`greedy`),
     every other setting as exported (`merge_decoding`)."""
     recorded = dict(recorded or {})
-    if jit_compile and not recorded.pop("jit_compile", False):
+    exported_xla = recorded.pop("jit_compile", False)
+    if jit_compile and not exported_xla:
         raise InvalidValueError(
             f"{where} decodes as it was exported; XLA is chosen at export time: "
             "`tf-transformer export RUN_DIR --jit-compile`."
         )
-    recorded.pop("jit_compile", None)
     exported = DecodeConfig.from_dict(recorded) if recorded else None
     beams = {1} if exported is None or exported.beam_size is None else {1, exported.beam_size}
     merged = merge_decoding(
