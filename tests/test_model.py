@@ -200,20 +200,20 @@ def test_incremental_decoding_matches_teacher_forcing(changes):
                 np.testing.assert_allclose(logits.numpy()[row], reference[row, t], atol=1e-5)
 
 
-def test_decode_step_with_beams_shares_the_cross_attention_of_a_sentence():
-    # Three beams per sentence: cross keys/values stay per sentence; each beam's row gets the
-    # logits its sentence gets alone.
+def test_decode_step_on_several_rows_per_sentence_shares_its_cross_attention():
+    # Three rows per sentence (as beam search tiles the cache): cross keys/values stay per
+    # sentence; each row gets the logits its sentence gets alone.
     model = tiny_model(num_layers=2)
     context, padding_mask = model.encode(SRC)
     state = model.start_decoding(context, padding_mask, 4)
-    beam_state = model.start_decoding(context, padding_mask, 4, beam_size=3)
-    tiled = tf.nest.map_structure(lambda t: tf.repeat(t, 3, axis=0), beam_state.cache.layers)
-    beam_state = dataclasses.replace(beam_state, cache=beam_state.cache.join((tiled, ()), ()))
+    tiled = tf.nest.map_structure(lambda t: tf.repeat(t, 3, axis=0), state.cache)
+    tiled_state = dataclasses.replace(state, cache=tiled)
+    assert state.cross[0][0].shape[0] == SRC.shape[0]
     for t in range(3):
         ids = tf.cast(TGT[:, t], tf.int32)
         single, state = model.decode_step(ids, t, state)
-        beams, beam_state = model.decode_step(tf.repeat(ids, 3), t, beam_state)
-        np.testing.assert_allclose(beams.numpy(), np.repeat(single.numpy(), 3, axis=0), atol=1e-5)
+        rows, tiled_state = model.decode_step(tf.repeat(ids, 3), t, tiled_state)
+        np.testing.assert_allclose(rows.numpy(), np.repeat(single.numpy(), 3, axis=0), atol=1e-5)
 
 
 def test_explicit_mixed_policy_reaches_every_sublayer():

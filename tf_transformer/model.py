@@ -10,11 +10,12 @@ import tensorflow as tf
 from tf_transformer import masks
 from tf_transformer.config import ModelConfig
 from tf_transformer.errors import InvalidValueError
-from tf_transformer.layers.attention import AttentionCache, dense, read_weight
+from tf_transformer.layers.attention import AttentionCache, dense
+from tf_transformer.layers.cache_layout import CacheLayout, LayerCache
 from tf_transformer.layers.decoder import Decoder
 from tf_transformer.layers.decoding_state import DecodingState
 from tf_transformer.layers.encoder import Encoder
-from tf_transformer.layers.kv_cache import LAYOUTS
+from tf_transformer.layers.kv_cache import GraphLayout
 
 
 def tie_token_embeddings(encoder: Encoder, decoder: Decoder) -> None:
@@ -139,8 +140,8 @@ class Transformer(tf.keras.Model):
     def project(self, x, kernel=None):
         """Decoder output `(..., d_model)` -> float32 logits `(..., target_vocab_size)`.
 
-        `kernel`: a tied projection's embedding matrix transposed beforehand, `(d_model,
-        vocab)` (compiled decoding, see `start_decoding`); None: the layer's own weights.
+        `kernel`: a tied projection's `(d_model, vocab)` kernel made beforehand
+        (`CacheLayout.output_kernel`); None: the layers' own weights.
         """
         if self.final_layer is not None:
             logits = self.final_layer(x)
@@ -159,33 +160,22 @@ class Transformer(tf.keras.Model):
         return context, padding_mask
 
     def start_decoding(
-        self, context, padding_mask, cache_length, *, beam_size=1, layout="graph"
+        self, context, padding_mask, cache_length, layout: CacheLayout | None = None
     ) -> DecodingState:
-        """What a decoding call prepares once: the caches and the weights the steps read.
-
-        The one place where decoding departs from the layers' variables: each is read once
-        (`decode_step` runs the layers in a `keras.StatelessScope` over these tensors), the
-        attentions' q/k/v as `MultiHeadAttention.decoding_projection`, every layer's cross keys
-        and values projected in one matmul; for a compiled layout a tied output projection's
-        matrix is transposed here (XLA:CPU's `transpose_b` at 4 rows made a beam-4 decode 1.24x
-        slower).
+        """What a decoding call prepares once: the empty caches, every layer's cross-attention
+        keys and values (one matmul), and the weights the steps read, each once (`decode_step`
+        runs the layers in a `keras.StatelessScope` over them).
 
         Args:
           context, padding_mask: from `encode` (`batch` sentences).
           cache_length: decoder positions the self-attention cache holds.
-          beam_size: rows per sentence the steps decode (`batch * beam_size` rows).
-          layout: the cache layout: "graph" or "xla" (`layers.kv_cache.LAYOUTS`: each fastest
-            in its mode), or a `CacheLayout` class (built as `layout(num_heads, d_model)`).
+          layout: the `CacheLayout`; default `GraphLayout`, the fastest without XLA.
 
         Returns:
-          A `DecodingState`: its `cache` (`batch` rows) follows the hypotheses (beam search
-          tiles and reorders it); the cross-attention keys/values stay per sentence.
+          A `DecodingState` whose cache has `batch` rows; a search may tile them (sentence-major
+          rows, a sentence's rows sharing its cross-attention).
         """
-        if isinstance(layout, str):
-            if layout not in LAYOUTS:
-                raise InvalidValueError(f"layout must be one of {sorted(LAYOUTS)}, got {layout!r}.")
-            layout = LAYOUTS[layout]
-        layout = layout(self.config.num_heads, self.config.d_model)
+        layout = layout or GraphLayout(self.config.num_heads, self.config.d_model)
         batch, dtype, stack = tf.shape(context)[0], self.compute_dtype, self.decoder.stack
         kv = [layer.cross_attention.decoding_projection(layout, "key", "value") for layer in stack]
         kv = tuple(tf.concat(parts, axis=-1) for parts in zip(*kv))  # every layer's
@@ -194,11 +184,9 @@ class Transformer(tf.keras.Model):
         table = self.decoder.embedding.embedding.embeddings  # the encoder's when shared
         final = [] if self.final_layer is None else self.final_layer.weights
         variables = {id(v): v for v in self.decoder.weights + [table] + final}.values()
-        tied_compiled = self.final_layer is None and layout.compiled
         return DecodingState(
             layout=layout,
-            beam_size=beam_size,
-            cache=layout.empty(batch, cache_length, dtype, len(stack), beam_size),
+            cache=[layout.empty(batch, cache_length, dtype)] * len(stack),
             cross=list(zip(memory[::2], memory[1::2])),
             cross_bias=masks.mask_to_bias(padding_mask, dtype)[:, tf.newaxis],
             projections=[
@@ -208,43 +196,40 @@ class Transformer(tf.keras.Model):
                 )
                 for layer in stack
             ],
-            # Row `t`: the look-ahead mask's row as a bias.
             self_bias=masks.mask_to_bias(masks.create_look_ahead_mask(cache_length), dtype),
             variables=[(v, tf.convert_to_tensor(v)) for v in variables],
-            output_kernel=tf.transpose(read_weight(table, dtype)) if tied_compiled else None,
+            output_kernel=layout.output_kernel(table, dtype) if self.final_layer is None else None,
         )
 
     def decode_step(self, ids, step, state: DecodingState):
         """One decoder position: the decoder's own layers on one token per row, with the caches.
 
         Args:
-          ids: int `(rows,)` the token at position `step`, `rows = batch * beam_size`,
-            sentence-major (row `b * beam_size + i`).
+          ids: int `(rows,)` the tokens at position `step`; `rows` is the cache's, a multiple of
+            the sentences, sentence-major (a sentence's rows are consecutive).
           step: scalar int32 position, below the cache length.
-          state: from `start_decoding`, or the previous step; its cache with `rows` rows.
+          state: from `start_decoding`, or the previous step.
 
         Returns:
           `(logits, state)`: float32 `(rows, target_vocab_size)` for the token at `step + 1`,
           and the state with `step` written into its cache.
         """
-        layout = state.layout
-        cache, where = layout.locate(state.cache, step)
-        bias = tf.gather(state.self_bias, step)
+        layout, rows = state.layout, tf.size(ids)
+        where, bias = layout.locate(step, rows), tf.gather(state.self_bias, step)
+        group = rows // tf.shape(state.cross_bias)[0]  # rows per sentence
         caches = [
             (
-                AttentionCache(layout, own_projection, key, value, bias, where=where),
-                AttentionCache(
-                    layout, cross_projection, *memory, state.cross_bias, group=state.beam_size
-                ),
+                AttentionCache(layout, own_projection, *own, bias, where=where),
+                AttentionCache(layout, cross_projection, *memory, state.cross_bias, group=group),
             )
-            for (key, value), memory, (own_projection, cross_projection) in zip(
-                cache.layers, state.cross, state.projections, strict=True
+            for own, memory, (own_projection, cross_projection) in zip(
+                state.cache, state.cross, state.projections, strict=True
             )
         ]
         with keras.StatelessScope(state_mapping=state.variables):
             x, caches = self.decoder(ids, cache=caches, position=step)
             logits = self.project(x, kernel=state.output_kernel)
-        cache = dataclasses.replace(cache, layers=[(own.key, own.value) for own, _ in caches])
+        cache = [LayerCache(own.key, own.value) for own, _ in caches]
         return logits, dataclasses.replace(state, cache=cache)
 
     def get_config(self):

@@ -45,13 +45,11 @@ def run_cached(mha, x, layout_name, mask):
     returns the outputs `(rows, len, d_model)` and the final cache."""
     rows, length = x.shape[:2]
     layout = LAYOUTS[layout_name](mha.num_heads, mha.d_model)
-    kv_cache = layout.empty(rows, length, tf.float32, num_layers=1)
     projection = mha.decoding_projection(layout, "query", "key", "value")
-    cache = AttentionCache(layout, projection, *kv_cache.layers[0], bias=None)
+    cache = AttentionCache(layout, projection, *layout.empty(rows, length, tf.float32), bias=None)
     outputs = []
     for t in range(length):
-        kv_cache, where = layout.locate(kv_cache, t)
-        cache = dataclasses.replace(cache, bias=mask[t] * -1e9, where=where)
+        cache = dataclasses.replace(cache, bias=mask[t] * -1e9, where=layout.locate(t, rows))
         out, cache = mha(x[:, t], cache=cache)
         outputs.append(out)
     return tf.stack(outputs, axis=1), cache

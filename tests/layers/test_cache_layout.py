@@ -5,7 +5,7 @@ from tests.inference.decoding.teacher_forcing import assert_decodes_as_the_model
 from tf_transformer.config import get_preset
 from tf_transformer.inference.decoding.cached_decode import make_decode_fn
 from tf_transformer.layers.attention import MATMUL
-from tf_transformer.layers.cache_layout import KVCache
+from tf_transformer.layers.cache_layout import LayerCache
 from tf_transformer.model import Transformer
 
 pytestmark = pytest.mark.cost(40)  # seconds in make test (measured)
@@ -17,7 +17,6 @@ class OneHotLayout:
     matmul kernels. Nothing else in the package knows it."""
 
     kernels = MATMUL
-    compiled = False
 
     def __init__(self, num_heads, d_model):
         self.num_heads, self.d_model, self.depth = num_heads, d_model, d_model // num_heads
@@ -28,23 +27,27 @@ class OneHotLayout:
     def memory(self, projected, batch, count):
         return tf.unstack(tf.reshape(projected, (batch, -1, count, self.d_model)), count, axis=2)
 
-    def empty(self, batch, length, dtype, num_layers, beam_size=1):
+    def empty(self, batch, length, dtype):
         zeros = tf.zeros((batch, length, self.d_model), dtype)
-        return KVCache([(zeros, zeros)] * num_layers, tables={"length": length})
+        return LayerCache(zeros, zeros)
 
-    def locate(self, cache, step):
-        return cache, tf.one_hot(step, cache.tables["length"])  # (len,)
+    def locate(self, step, rows):
+        return step
 
     def write(self, storage, x, where):
-        return storage + tf.cast(where, x.dtype)[:, tf.newaxis] * x[:, tf.newaxis, :]
+        one_hot = tf.one_hot(where, tf.shape(storage)[1], dtype=x.dtype)  # (len,)
+        return storage + one_hot[:, tf.newaxis] * x[:, tf.newaxis, :]
 
-    def read(self, q, keys, values, bias, group, where=None):
+    def read(self, q, keys, values, bias, group):
         def heads(t):  # (batch, len, d_model) -> (batch, 1, heads, len, depth)
             t = tf.reshape(t, (tf.shape(t)[0], 1, -1, self.num_heads, self.depth))
             return tf.transpose(t, (0, 1, 3, 2, 4))
 
         q = tf.reshape(q, (-1, group, self.num_heads, 1, self.depth))
         return q, heads(keys), heads(values), bias
+
+    def output_kernel(self, table, dtype):
+        return None
 
 
 def assert_decodes_as_recompute(layout, beam_size: int, **options) -> None:

@@ -24,10 +24,9 @@ def test_length_dims_splits_long_lengths_into_axes_of_at_most_32(length, dims):
 @pytest.mark.parametrize("name", ["graph", "xla"])
 def test_a_slot_writes_one_position_of_every_row(name):
     layout = LAYOUTS[name](num_heads=2, d_model=4)
-    kv_cache = layout.empty(3, 5, tf.float32, num_layers=1)
+    key, _ = layout.empty(3, 5, tf.float32)
     rows = tf.reshape(tf.range(1.0, 13.0), (3, 4))  # row r: 4r+1 .. 4r+4
-    _, where = layout.locate(kv_cache, 2)
-    written = layout.write(kv_cache.layers[0][0], rows, where).numpy()
+    written = layout.write(key, rows, layout.locate(2, 3)).numpy()
     if name == "graph":  # (rows, 1, heads, len, depth): the heads' halves at position 2
         np.testing.assert_array_equal(written[:, 0, :, 2].reshape(3, 4), rows.numpy())
         written[:, 0, :, 2] = 0

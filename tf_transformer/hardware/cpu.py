@@ -5,8 +5,8 @@ bfloat16 is native on x86 CPUs with AVX512_BF16 (a bfloat16 dot product in AVX-5
 itself (0.87x on an AVX2-only AMD EPYC, docs/benchmarks/training.md). A user can make oneDNN, and so
 TensorFlow, treat the CPU as a smaller one with `ONEDNN_MAX_CPU_ISA` (oneDNN's "CPU Dispatcher
 Control"): instruction sets above the limit count as absent here too, and are reported as
-limited. XLA:CPU has its own limit, `XLA_FLAGS=--xla_cpu_max_isa=AVX2`: it decides whether
-compiled code uses AVX-512 (`CpuFeatures.xla_avx512`), which the XLA decoder's beam search reads.
+limited. XLA:CPU has its own limit, `XLA_FLAGS=--xla_cpu_max_isa=AVX2`, which the description
+reports.
 
     >>> print(cpu_features().describe())  # doctest: +SKIP
     cpu: AMD EPYC, 2 cores, avx2=yes avx512f=yes avx512_bf16=yes amx=no
@@ -53,7 +53,6 @@ _NEEDS_RANK = {"avx2": 2, "avx512f": 5, "avx512_bf16": 7, "amx_bf16": 9, "amx_ti
 # What the description and the dict report, in order; "amx" is amx_bf16 and amx_tile together.
 REPORTED = ("avx2", "avx512f", "avx512_bf16", "amx")
 # XLA:CPU's `--xla_cpu_max_isa` names below AVX-512 (its others, AVX512 and up, allow it).
-_XLA_BELOW_AVX512 = ("SSE4_2", "AVX", "AVX2")
 _XLA_ISA_FLAG = re.compile(r"--xla_cpu_max_isa=(\S+)")
 
 
@@ -95,12 +94,6 @@ class CpuFeatures:
     def native_bfloat16(self) -> bool:
         """bfloat16 arithmetic in hardware: AVX512_BF16 or AMX-BF16 (within the ISA limit)."""
         return self.has("avx512_bf16") or self.has("amx")
-
-    @property
-    def xla_avx512(self) -> bool:
-        """Whether XLA:CPU compiles for AVX-512 here: the CPU has AVX-512F and `XLA_FLAGS`
-        does not limit it below (oneDNN's limit does not count)."""
-        return "avx512f" in self.flags and self.xla_limit not in _XLA_BELOW_AVX512
 
     def state(self, feature: str) -> str:
         """`feature`'s word in the description: "yes", "no" or "no (limited by ...)"."""

@@ -5,8 +5,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from typing import Any
-
 import tensorflow as tf
 
 from tf_transformer.errors import InvalidValueError
@@ -15,10 +13,11 @@ from tf_transformer.masks import mask_to_bias
 
 
 class MatmulKernels:
-    """`scaled_dot_product_attention`'s products and length reductions for `(..., len, depth)`
-    queries, keys and values (`tf.matmul`; reductions over the last axis)."""
+    """The products and length reductions of `scaled_dot_product_attention` for `(..., len,
+    depth)` queries, keys and values (`tf.matmul`, reductions over the last axis). A cache layout
+    brings its own for the shapes it reads (`layers.kv_cache`)."""
 
-    normalise_after = False
+    normalise_after = False  # True: divide the weighted values by `total`, not the weights
 
     def scores(self, q, k):
         return tf.matmul(q, k, transpose_b=True)
@@ -39,31 +38,23 @@ MATMUL = MatmulKernels()
 def scaled_dot_product_attention(
     q, k, v, mask=None, dropout=None, *, bias=None, kernels=MATMUL, scale=True, return_weights=True
 ):
-    """`softmax(q k^T / sqrt(d_k) + mask * large_negative) v` (paper section 3.2.1).
-
-    The one attention of the package: `MultiHeadAttention` runs it over whole sequences and,
-    decoding, over a cache layout's keys and values (`layers.cache_layout`).
+    """`softmax(q k^T / sqrt(d_k) + mask * large_negative) v` (paper section 3.2.1), the one
+    attention of the package: over whole sequences, and over a cache layout's keys and values.
 
     Args:
-      q: `(..., len_q, depth)` queries.
-      k: `(..., len_k, depth)` keys.
-      v: `(..., len_k, depth_v)` values.
+      q, k, v: `(..., len_q, depth)`, `(..., len_k, depth)` and `(..., len_k, depth_v)`.
       mask: optional float mask broadcastable to `(..., len_q, len_k)`; **1.0 = masked**.
-      dropout: optional callable applied to the weights before they weight the values
-        (attention dropout); the returned weights are the ones before it.
-      bias: optional additive bias (a mask already as `mask_to_bias`), broadcastable to the
-        logits.
-      kernels: the products and reductions (`AttentionKernels`) for the shapes of `q`, `k`,
-        `v`: a cache layout's `kernels` when decoding.
+      dropout: optional callable on the weights before they weight the values (attention
+        dropout); the returned weights are the ones before it.
+      bias: optional additive bias (a mask already as `mask_to_bias`).
+      kernels: the products and reductions for the shapes of `q`, `k`, `v`.
       scale: divide the logits by `sqrt(depth)`; False when `q` was scaled beforehand.
-      return_weights: False: no weights are returned (None), and the softmax is written out
-        as `exp(logits - max) / sum` (no `Softmax` op, which oneDNN runs slowly at one-row
-        sizes), in float32 for half types as TF's Softmax computes; with
-        `kernels.normalise_after`, the values are weighted by `exp` and the result divided.
+      return_weights: False: no weights (None), and the softmax written out as
+        `exp(logits - max) / sum` (oneDNN runs a `Softmax` op slowly at one-row sizes), in
+        float32 for half types as TF's Softmax computes.
 
     Returns:
-      `(output, weights)`: `(..., len_q, depth_v)` and the attention weights
-      `(..., len_q, len_k)`, whose rows sum to 1.
+      `(output, weights)`: `(..., len_q, depth_v)` and `(..., len_q, len_k)` (rows sum to 1).
     """
     logits = kernels.scores(q, k)  # (..., len_q, len_k)
     if scale:
@@ -88,19 +79,18 @@ def scaled_dot_product_attention(
 
 @dataclasses.dataclass(frozen=True)
 class AttentionCache:
-    """What `MultiHeadAttention` attends over from one decoded position per row (`cache=`).
-
-    (A dataclass: Keras refuses call arguments that nest tensors with other values.)
+    """What `MultiHeadAttention` attends over from one position per row (`cache=`; a
+    dataclass: Keras refuses call arguments that nest tensors with other values).
 
     Attributes:
-      layout: the `CacheLayout`: how keys and values are stored, written and read.
+      layout: the `CacheLayout`.
       projection: `decoding_projection`'s `(kernel, bias)`: query, key and value for
         self-attention, the query for cross-attention.
       key, value: the self-attention cache, or the encoder output's keys and values.
       bias: additive mask bias, broadcastable to the scores.
-      where: self-attention: where the position is written and read from (`layout.locate`);
-        None: cross-attention, nothing written.
-      group: queries per key/value row (the beams of a sentence in cross-attention).
+      where: self-attention: `layout.locate`'s slots, written before the read; None:
+        cross-attention, nothing written.
+      group: queries per key/value row (a sentence's rows over its encoder output).
     """
 
     layout: CacheLayout
@@ -108,8 +98,8 @@ class AttentionCache:
     key: tf.Tensor
     value: tf.Tensor
     bias: tf.Tensor
-    where: Any = None
-    group: int = 1
+    where: tf.Tensor | None = None
+    group: int | tf.Tensor = 1
 
 
 @tf.keras.utils.register_keras_serializable(package="tf_transformer")
@@ -192,13 +182,13 @@ class MultiHeadAttention(tf.keras.layers.Layer):
 
     def _attend_cached(self, x, cache: AttentionCache):
         layout, projected = cache.layout, dense(x, cache.projection)  # (rows, d or 3 d)
-        keys, values, q = cache.key, cache.value, projected
+        q, keys, values = projected, cache.key, cache.value
         if cache.where is not None:  # self-attention: the position joins the cache first
             q, k, v = tf.split(projected, 3, axis=-1)
             keys = layout.write(keys, k, cache.where)
             values = layout.write(values, v, cache.where)
             cache = dataclasses.replace(cache, key=keys, value=values)
-        q, keys, values, bias = layout.read(q, keys, values, cache.bias, cache.group, cache.where)
+        q, keys, values, bias = layout.read(q, keys, values, cache.bias, cache.group)
         attended, _ = scaled_dot_product_attention(
             q, keys, values, bias=bias, kernels=layout.kernels, scale=False, return_weights=False
         )

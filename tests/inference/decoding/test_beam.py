@@ -1,5 +1,3 @@
-import functools
-
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -13,7 +11,6 @@ from tests.inference.decoding.test_cached_decode import (
     tiny_model,
     while_body_ops,
 )
-from tf_transformer.hardware.cpu import cpu_features
 from tf_transformer.inference.decoding.beam import (
     beam_search,
     gather_beams,
@@ -23,8 +20,7 @@ from tf_transformer.inference.decoding.beam import (
 )
 from tf_transformer.inference.decoding.cached_decode import make_decode_fn, model_logits_fn
 from tf_transformer.inference.decoding.greedy import greedy_decode
-from tf_transformer.inference.decoding.search import SplitCache, next_token_log_probs
-from tf_transformer.layers.kv_cache import XlaLayout
+from tf_transformer.inference.decoding.search import next_token_log_probs
 
 pytestmark = pytest.mark.cost(30)  # seconds in make test (measured)
 
@@ -176,60 +172,17 @@ def test_every_beam_is_scored_as_the_full_model_scores_it(model, recompute):
     assert (np.diff(out.scores.numpy(), axis=1) <= 0).all()  # best first
 
 
-def test_beam_search_reorders_only_the_self_attention_cache():
-    # Cross-attention keys/values and the source mask stay per sentence: the only cache tensors
-    # gathered per step are each layer's self-attention keys and values.
+@pytest.mark.parametrize("layout", ["graph", "xla"])
+def test_beam_search_reorders_only_the_self_attention_cache(layout):
+    # Cross-attention keys/values and the source mask stay per sentence, closed over: the only
+    # cache tensors tiled and gathered per step are each layer's self-attention keys and values.
     model = layered_model(2)
-    ops = while_body_ops(make_decode_fn(model, max_new_tokens=8, beam_size=3))
+    ops = while_body_ops(make_decode_fn(model, max_new_tokens=8, beam_size=3, step_layout=layout))
     assert ops["GatherNd"] == 2 * 2
-    _, cache = model_logits_fn(model, SRC, 8, beam_size=3)
-    tiled = tile_beams(cache, 3)
-    cross, _ = tiled.per_sentence  # per layer (key, value), and the source bias
-    assert cross[0][0].shape[0] == SRC.shape[0]
-    layers, _ = tiled.per_beam  # per layer (key, value)
-    assert layers[0][0].shape[0] == 3 * SRC.shape[0]
-
-
-def test_split_cache_keeps_the_per_sentence_part_out_of_tiling_and_reordering():
-    cache = SplitCache(
-        per_beam={"x": tf.constant([[1], [2]])},
-        per_sentence={"y": tf.constant([7, 8])},
-        in_place={"z": tf.constant([[3], [4]])},
-    )
-    tiled = tile_beams(cache, 2)
-    np.testing.assert_array_equal(tiled.per_beam["x"].numpy()[:, 0], [1, 1, 2, 2])
-    np.testing.assert_array_equal(tiled.per_sentence["y"].numpy(), [7, 8])
-    np.testing.assert_array_equal(tiled.in_place["z"].numpy()[:, 0], [3, 3, 4, 4])
-    marked = tiled._replace(per_beam={"x": tf.constant([[10], [11], [20], [21]])})
-    gathered = gather_beams(marked, tf.constant([[1, 1], [1, 0]]))
-    np.testing.assert_array_equal(gathered.per_beam["x"].numpy()[:, 0], [11, 11, 21, 20])
-    assert gathered.per_sentence is marked.per_sentence
-    assert gathered.in_place is marked.in_place  # tiled, never reordered
-
-
-@pytest.mark.parametrize("in_place", [True, False], ids=["row table", "reordered"])
-def test_xla_layout_beams_read_their_history_through_the_row_table_or_a_reordered_cache(in_place):
-    # Two layers share one table; the graph layout reorders its caches. Eager, no XLA needed.
-    model = layered_model(2)
-    layout = functools.partial(XlaLayout, in_place_beams=in_place)
-    _, cache = model_logits_fn(model, SRC, 8, beam_size=3, layout=layout)
-    if in_place:  # the row table follows the beams; the caches are tiled, never reordered
-        assert cache.per_beam.dtype == tf.int32 and cache.per_beam.shape == (SRC.shape[0], 8)
-        assert len(cache.in_place) == 2
-    else:  # each layer's keys and values follow the beams
-        assert cache.in_place == ()
-        layers, _ = cache.per_beam
-        assert len(layers) == 2 and layers[0][0].shape == (SRC.shape[0], 8, model.config.d_model)
-    logits_fn, cache = model_logits_fn(model, SRC, 8, beam_size=3, layout=layout)
+    logits_fn, cache = model_logits_fn(model, SRC, 8, layout=layout)
+    assert len(cache) == 2 and all(t.shape[0] == SRC.shape[0] for t in tf.nest.flatten(cache))
     out = beam_search(logits_fn, cache, SRC.shape[0], 3, 8, min_length=5, return_all_beams=True)
     assert_decodes_as_the_model(model, SRC, out, beam_size=3)
-
-
-def test_xla_layout_reads_through_the_row_table_where_xla_compiles_for_avx512(monkeypatch):
-    monkeypatch.delenv("XLA_FLAGS", raising=False)  # no limit: the CPU's own flag decides
-    assert XlaLayout(2, 8).in_place_beams is ("avx512f" in cpu_features().flags)
-    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_max_isa=AVX2")
-    assert XlaLayout(2, 8).in_place_beams is False
 
 
 @pytest.mark.parametrize("min_length, step", [(0, 0), (3, 1), (3, 3)])

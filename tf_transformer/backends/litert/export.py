@@ -44,6 +44,7 @@ words (`text.plain` states the tokenizer contract), and the decoding defaults.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import tensorflow as tf
@@ -53,6 +54,7 @@ from tf_transformer.backends.litert.runtime import METADATA_FILE
 from tf_transformer.backends.versions import check_version, write_version
 from tf_transformer.config import DecodeConfig
 from tf_transformer.errors import InvalidValueError
+from tf_transformer.layers.cache_layout import LayerCache
 from tf_transformer.layers.litert_layout import LiteRTLayout
 from tf_transformer.text.special_tokens import END_ID, PAD_ID, START_ID, UNK_ID
 
@@ -74,7 +76,8 @@ def encoder_function(model, cache_length: int):
     )
     def encode(source_ids):
         context, padding_mask = model.encode(source_ids)
-        state = model.start_decoding(context, padding_mask, cache_length, layout=LiteRTLayout)
+        layout = LiteRTLayout(model.config.num_heads, model.config.d_model)
+        state = model.start_decoding(context, padding_mask, cache_length, layout)
         return (state.cross_bias, *[t for memory in state.cross for t in memory])
 
     return encode.get_concrete_function()
@@ -103,18 +106,16 @@ def step_function(model, cache_length: int):
         # The state's weights and mask rows; its cross-attention part is made from a stand-in
         # context, replaced by the inputs (and, unused, pruned by the converter).
         stand_in = tf.zeros([1, 1, model.config.d_model], dtype)
-        state = model.start_decoding(
-            stand_in, tf.zeros([1, 1, 1, 1]), cache_length, layout=LiteRTLayout
-        )
-        state = state.resume(
-            (list(zip(caches[::2], caches[1::2])), ()),
-            (list(zip(memories[::2], memories[1::2])), cross_bias),
-            (),
+        layout = LiteRTLayout(heads, model.config.d_model)
+        state = model.start_decoding(stand_in, tf.zeros([1, 1, 1, 1]), cache_length, layout)
+        state = dataclasses.replace(
+            state,
+            cache=[LayerCache(*pair) for pair in zip(caches[::2], caches[1::2])],
+            cross=list(zip(memories[::2], memories[1::2])),
+            cross_bias=cross_bias,
         )
         logits, state = model.decode_step(ids, step, state)
-        layout = state.layout
-        _, where = layout.locate(state.cache, step)
-        written = [layout.written(t, where) for pair in state.cache.layers for t in pair]
+        written = [layout.written(t, step) for pair in state.cache for t in pair]
         return logits, tf.stack(written)  # one output: one read per step
 
     return step.get_concrete_function()

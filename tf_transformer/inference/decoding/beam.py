@@ -19,7 +19,6 @@ from tf_transformer.config import DecodeConfig
 from tf_transformer.inference.decoding.search import (
     DecodeOutput,
     LogitsFn,
-    SplitCache,
     banned_tokens,
     decode_loop,
     trim,
@@ -49,37 +48,19 @@ def top_next_tokens(
 
 
 def tile_beams(cache: Any, beam_size: int) -> Any:
-    """Repeats every batch row `beam_size` times: `(batch, ...)` -> `(batch * beam, ...)`.
-
-    Of a `SplitCache`, the `per_beam` and `in_place` parts.
-    """
-
-    def tile(nest):
-        return tf.nest.map_structure(lambda t: tf.repeat(t, beam_size, axis=0), nest)
-
-    if isinstance(cache, SplitCache):
-        return cache._replace(per_beam=tile(cache.per_beam), in_place=tile(cache.in_place))
-    return tile(cache)
+    """Repeats every batch row `beam_size` times: `(batch, ...)` -> `(batch * beam, ...)`."""
+    return tf.nest.map_structure(lambda t: tf.repeat(t, beam_size, axis=0), cache)
 
 
 def gather_beams(cache: Any, parents: tf.Tensor) -> Any:
-    """Reorders a `(batch * beam, ...)` cache by `parents` int32 `(batch, beam)` (beam indices).
-
-    Of a `SplitCache`, only the `per_beam` part.
-    """
+    """Reorders a `(batch * beam, ...)` cache by `parents` int32 `(batch, beam)` (beam indices)."""
     beam_size = tf.shape(parents)[1]
     offsets = tf.range(tf.shape(parents)[0])[:, tf.newaxis] * beam_size
     # `gather_nd` rather than `tf.gather`: the same rows, but the CPU GatherV2 kernel shards
     # large row copies over the thread pool and took ~80 µs per 256 KiB cache tensor here
     # (beam 4, 128 positions), gather_nd ~10 µs.
     rows = tf.reshape(parents + offsets, [-1, 1])  # (batch * beam, 1)
-
-    def gather(nest):
-        return tf.nest.map_structure(lambda t: tf.gather_nd(t, rows), nest)
-
-    if isinstance(cache, SplitCache):
-        return cache._replace(per_beam=gather(cache.per_beam))
-    return gather(cache)
+    return tf.nest.map_structure(lambda t: tf.gather_nd(t, rows), cache)
 
 
 def beam_search(
@@ -101,9 +82,7 @@ def beam_search(
     Args:
       logits_fn: the seam `(ids (batch * beam,), step, cache) -> (logits, cache)`.
       initial_cache: the step-0 cache for `(batch, ...)`; it is tiled to `(batch * beam, ...)`
-        here and reordered by the surviving beams' parents at every step (of a `SplitCache`,
-        only the `per_beam` part, its `in_place` part is only tiled; `logits_fn` must have been
-        built for `beam_size` beams).
+        here and reordered by the surviving beams' parents at every step.
       batch_size: number of sentences.
       beam_size: beams per sentence (the vocabulary must have more than `beam_size` tokens).
       max_new_tokens: most tokens generated per beam (END included).

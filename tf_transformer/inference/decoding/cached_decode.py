@@ -7,6 +7,7 @@ seam (encoder once, key/value cache); `make_decode_fn` wraps a strategy (greedy 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -16,13 +17,8 @@ from tf_transformer.config import DecodeConfig
 from tf_transformer.errors import InvalidValueError
 from tf_transformer.inference.decoding.beam import beam_search
 from tf_transformer.inference.decoding.greedy import greedy_decode
-from tf_transformer.inference.decoding.search import (
-    DecodeOutput,
-    LogitsFn,
-    SplitCache,
-    trim,
-    write_column,
-)
+from tf_transformer.inference.decoding.search import DecodeOutput, LogitsFn, trim, write_column
+from tf_transformer.layers.kv_cache import LAYOUTS
 from tf_transformer.text.special_tokens import PAD_ID
 
 # XLA-compiled decoding pads the source to a multiple of this, bounding the compiled shapes.
@@ -39,43 +35,41 @@ def pad_to_multiple(ids: tf.Tensor, multiple: int, limit: int | None = None) -> 
     return tf.pad(ids, [[0, 0], [0, target - length]], constant_values=PAD_ID)
 
 
-def model_logits_fn(
-    model, src: tf.Tensor, max_new_tokens: int, *, beam_size: int = 1, layout="graph"
-) -> tuple[LogitsFn, SplitCache]:
+def model_logits_fn(model, src: tf.Tensor, max_new_tokens: int, *, layout="graph") -> tuple:
     """The cached seam for a `Transformer`: the encoder and cross-attention K/V run once.
 
     Args:
       model: a `tf_transformer.model.Transformer`.
       src: int `(batch, src_len)` source ids, PAD = 0.
       max_new_tokens: decoder positions the fixed-size self-attention cache holds.
-      beam_size: hypotheses per sentence the strategy will decode (1 for greedy decoding); the
-        cross-attention keys/values and the source mask stay per sentence, shared by its beams.
-      layout: the decoding step's cache layout: "graph" (per-head caches, batched matmuls),
-        "xla" (heads merged, attention as products and sums), or a `CacheLayout` class (see
-        `Transformer.start_decoding`).
+      layout: the step's cache layout: "graph" (per-head caches, batched matmuls), "xla" (heads
+        merged, attention as products and sums; `layers.kv_cache.LAYOUTS`), or a `CacheLayout`
+        class, built as `layout(num_heads, d_model)`.
 
     Returns:
-      `(logits_fn, initial_cache)`: a `SplitCache` of the `DecodingState`'s carried parts
-      (`DecodingState.carried`): `per_beam` follows the hypotheses (`batch` rows; beam search
-      tiles it), `per_sentence` holds the cross-attention keys/values and the source padding
-      bias, `in_place` what the layout writes in place (tiled, never reordered). The weights,
-      prepared once (fused q/k/v, cast), and the layout's tables are closed over.
+      `(logits_fn, initial_cache)`: the cache is the `DecodingState`'s, each layer's
+      self-attention keys and values (`batch` rows; beam search tiles and reorders them). The
+      rest of the state (cross-attention keys and values per sentence, the weights read once,
+      the masks) is closed over.
     """
     if max_new_tokens > model.config.max_length:
         raise InvalidValueError(
             f"max_new_tokens {max_new_tokens} exceeds the model's positional table "
             f"(max_length {model.config.max_length})."
         )
+    if isinstance(layout, str):
+        if layout not in LAYOUTS:
+            raise InvalidValueError(f"layout must be one of {sorted(LAYOUTS)}, got {layout!r}.")
+        layout = LAYOUTS[layout]
     context, padding_mask = model.encode(src)
-    state = model.start_decoding(
-        context, padding_mask, max_new_tokens, beam_size=beam_size, layout=layout
-    )
+    layout = layout(model.config.num_heads, model.config.d_model)
+    state = model.start_decoding(context, padding_mask, max_new_tokens, layout)
 
     def logits_fn(ids, step, cache):
-        logits, stepped = model.decode_step(ids, step, state.resume(*cache))
-        return logits, SplitCache(*stepped.carried())
+        logits, stepped = model.decode_step(ids, step, dataclasses.replace(state, cache=cache))
+        return logits, stepped.cache
 
-    return logits_fn, SplitCache(*state.carried())
+    return logits_fn, state.cache
 
 
 def recompute_logits_fn(model, src: tf.Tensor, max_new_tokens: int) -> tuple[LogitsFn, Any]:
@@ -121,8 +115,8 @@ def make_decode_fn(
         output does not change); each batch size still compiles once.
       recompute: use the reference `recompute_logits_fn` (no cache; cannot be XLA-compiled).
       step_layout: the decoding step's cache layout (`model_logits_fn`'s `layout`: a name or a
-        `CacheLayout` class); by default
-        "xla" with `jit_compile`, else "graph" (each is the faster one there).
+        `CacheLayout` class); by default "xla" with `jit_compile`, else "graph" (each is the
+        faster one there).
     """
     if step_layout is None:
         step_layout = "xla" if jit_compile else "graph"
@@ -131,9 +125,7 @@ def make_decode_fn(
         if recompute:
             logits_fn, cache = recompute_logits_fn(model, src, max_new_tokens)
         else:
-            logits_fn, cache = model_logits_fn(
-                model, src, max_new_tokens, beam_size=beam_size, layout=step_layout
-            )
+            logits_fn, cache = model_logits_fn(model, src, max_new_tokens, layout=step_layout)
         batch = tf.shape(src)[0]
         if beam_size == 1:
             return greedy_decode(

@@ -11,17 +11,11 @@ function needs from one step to the next; it must return a cache of the same str
 shapes. `rows` is the batch for greedy decoding and `batch * beam_size` for beam search, sentence-
 major (row `b * beam_size + i` is beam `i` of sentence `b`).
 
-The cache is either
-
-* any nest of tensors whose first dimension is `rows`: beam search tiles it (`batch` ->
-  `batch * beam_size`) and reorders it by the surviving beams at every step; or
-* a `SplitCache(per_beam, per_sentence)`: only `per_beam` (tensors with `rows` rows: what
-  follows a hypothesis, e.g. self-attention keys/values) is tiled and reordered; `per_sentence`
-  (what is the same for every beam of a sentence, e.g. cross-attention keys/values and the
-  source mask, with `batch` rows, or constants of any shape) is never tiled, reordered or
-  copied, and `logits_fn` returns it unchanged. Such a `logits_fn` knows how many beams share a
-  sentence (it was built for `beam_size`; see `cached_decode.model_logits_fn`) and must be driven
-  with that many.
+The cache is any nest of tensors whose first dimension is `rows`: beam search tiles it (`batch`
+-> `batch * beam_size`) and reorders it by the surviving beams at every step, one
+`tf.nest.map_structure` over the whole nest. What is the same for every row of a sentence (the
+model's cross-attention keys and values, the source mask) is not in the cache: `logits_fn`
+closes over it.
 
 `tf_transformer.inference.decoding.cached_decode` builds the function from a `Transformer`.
 
@@ -44,25 +38,6 @@ import tensorflow as tf
 from tf_transformer.text.special_tokens import PAD_ID
 
 LogitsFn = Callable[[tf.Tensor, tf.Tensor, Any], tuple[tf.Tensor, Any]]
-
-
-class SplitCache(NamedTuple):
-    """A decoding cache in parts, so that beam search reorders only what must follow the beams.
-
-    Attributes:
-      per_beam: nest of tensors with one row per hypothesis (`rows` = `batch * beam_size`):
-        tiled and reordered with the beams by beam search, updated by `logits_fn`.
-      per_sentence: nest of tensors shared by the beams of a sentence (`batch` rows) or by
-        everything (constants): never tiled or reordered, returned unchanged by `logits_fn`.
-      in_place: nest of tensors with one row per hypothesis that beam search tiles but never
-        reorders (empty: none). `logits_fn` writes a step's values into the row of the
-        hypothesis that made them and keeps, in `per_beam`, where each hypothesis's earlier
-        values are: a reorder then moves that small index, not the values.
-    """
-
-    per_beam: Any
-    per_sentence: Any
-    in_place: Any = ()
 
 
 class DecodeOutput(NamedTuple):
