@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+
 import tensorflow as tf
 
 from tf_transformer.errors import InvalidValueError
