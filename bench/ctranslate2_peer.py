@@ -135,7 +135,7 @@ def main() -> None:
     parser.add_argument("--beams", type=int, nargs="+", default=[1, 4])
     parser.add_argument(
         "--step-layout",
-        choices=("graph", "xla"),
+        choices=("litert", "xla"),
         default=None,
         help="our XLA decoder's one-token step (make_decode_fn's step_layout; default xla).",
     )

@@ -3,7 +3,7 @@
 Run from the repository root::
 
     .venv/bin/python bench/decode_speed.py [--repeats 5] [--sentences 3] [--jit-compile auto]
-        [--step-layout xla|graph|both] [--json PATH]
+        [--step-layout xla|litert|both] [--json PATH]
     .venv/bin/python bench/decode_speed.py --run-dir runs/NAME [--lengths 40] [--json PATH]
 
 Both decoders get the same source sentences (random ids, the tutorial preset: vocab 7765/7010,
@@ -16,8 +16,8 @@ generated token at the first length, encoder and setup included (median call tim
 above it gives beam 4 against greedy in graph mode when XLA was chosen.
 
 `--step-layout` picks the XLA decoders' one-token step (`make_decode_fn(step_layout=...)`):
-"xla" (the default under XLA: heads-merged caches, attention as products and sums) or "graph"
-(per-head caches and batched matmuls, graph mode's step).
+"xla" (the default under XLA: heads-merged caches, attention as products and sums) or "litert"
+(graph mode's per-head caches and batched matmuls, a position written as XLA can).
 
 `--run-dir RUN` times a trained run's model instead (its best, else averaged, else latest
 checkpoint; random source ids in its vocabulary, 20 tokens): greedy at batch 1 in graph mode and
@@ -26,7 +26,7 @@ baseline: the last line is `run: graph_ms_per_token=... xla_ms_per_token=...` (m
 / N at the first length, encoder and setup included), to compare two presets' models (the
 recipe's against `small-data`'s). "both" runs everything with "xla" and
 also times the two under XLA against each other, interleaved (greedy and beam 4 at every
-length, same ids checked), in a line `step_layout: greedy_40=... beam4_40=...` (graph-layout
+length, same ids checked), in a line `step_layout: greedy_40=... beam4_40=...` (litert-layout
 time over xla-layout time: above 1 = the xla layout faster) above the last two lines.
 """
 
@@ -119,8 +119,8 @@ def step_layout(jit: bool, args) -> str | None:
 
 
 def compare_step_layouts(model, sources, args) -> dict[str, float]:
-    """XLA decoders with the "graph" and the "xla" step layout, interleaved: median ratios of
-    graph-layout to xla-layout call times (above 1 = the xla layout faster)."""
+    """XLA decoders with the "litert" (per-head) and the "xla" step layout, interleaved: median
+    ratios of litert-layout to xla-layout call times (above 1 = the xla layout faster)."""
     ratios = {}
     for n in args.lengths:
         for beam in (1, 4):
@@ -134,16 +134,16 @@ def compare_step_layouts(model, sources, args) -> dict[str, float]:
                     jit_compile=True,
                     step_layout=layout,
                 )
-                for layout in ("graph", "xla")
+                for layout in ("litert", "xla")
             ]
             for src in sources:
                 ids = [fn(src).ids.numpy() for fn in fns]  # compile, and the same ids
                 assert (ids[0] == ids[1]).all(), f"step layouts disagree: {ids}"
-            t_graph, t_xla = interleaved(*fns, sources, args.repeats)
+            t_heads, t_xla = interleaved(*fns, sources, args.repeats)
             name = f"{'greedy' if beam == 1 else 'beam4'}_{n}"
-            ratios[name] = median_ratio(t_graph, t_xla)
+            ratios[name] = median_ratio(t_heads, t_xla)
             print(
-                f"{name:11s} xla=True : graph layout {statistics.median(t_graph) * 1000:7.1f} ms, "
+                f"{name:11s} xla=True : litert layout {statistics.median(t_heads) * 1000:7.1f} ms, "
                 f"xla layout {statistics.median(t_xla) * 1000:7.1f} ms, {ratios[name]:4.2f}x"
             )
     return ratios
@@ -204,9 +204,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--step-layout",
-        choices=("graph", "xla", "both"),
+        choices=("litert", "xla", "both"),
         default=None,
-        help="the XLA decoders' step layout (default xla); both: also time graph against xla.",
+        help="the XLA decoders' step layout (default xla); both: also time litert against xla.",
     )
     add_json_flags(parser)
     args = parser.parse_args()

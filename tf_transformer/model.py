@@ -17,13 +17,15 @@ from tf_transformer.layers.decoding_state import DecodingState
 from tf_transformer.layers.encoder import Encoder
 from tf_transformer.layers.kv_cache import GraphLayout
 
+# The `ModelConfig` fields the encoder and decoder stacks take as they are.
+STACK_FIELDS = ("num_layers", "d_model", "num_heads", "dff", "dropout_rate", "max_length")
+STACK_FIELDS += ("norm_first", "positional_layout", "attention_dropout", "activation_dropout")
+STACK_FIELDS += ("word_dropout", "activation")
+
 
 def tie_token_embeddings(encoder: Encoder, decoder: Decoder) -> None:
-    """Makes `decoder` embed its ids with `encoder`'s token embedding layer (before building).
-
-    The decoder's own, still unbuilt, Embedding is dropped from Keras' tracking, so the model
-    has one embedding matrix: `model.weights` and checkpoints hold it once, under the encoder.
-    """
+    """Makes `decoder` embed its ids with `encoder`'s token embedding layer (before building):
+    `model.weights` and checkpoints hold one embedding matrix, under the encoder."""
     if encoder.vocab_size != decoder.vocab_size:
         raise InvalidValueError(
             f"share_embeddings needs one vocabulary: input_vocab_size ({encoder.vocab_size}) "
@@ -39,15 +41,14 @@ def tie_token_embeddings(encoder: Encoder, decoder: Decoder) -> None:
 class Transformer(tf.keras.Model):
     """The encoder-decoder Transformer of "Attention Is All You Need".
 
-    `model((src, tgt_in))` returns the logits and nothing else. Decoding strategies (greedy,
-    beam search) live in `tf_transformer.inference` and drive the model through `encode`,
-    `start_decoding` and `decode_step` (the decoder's own layers on one position per row, with
-    a key/value cache); attention weights for plots come from `call_with_attention`. Masks are
-    built inside from PAD = 0 (**1.0 = masked**) and passed explicitly to every layer.
+    `model((src, tgt_in))` returns the logits and nothing else. Searches (greedy, beam) live in
+    `tf_transformer.inference` and drive `encode`, `start_decoding` and `decode_step`;
+    `call_with_attention` adds the attention maps. Masks are built inside from PAD = 0
+    (**1.0 = masked**) and passed explicitly to every layer.
 
     Args:
-      **kwargs: the fields of `ModelConfig` (the same names, defaults and validation; the
-        defaults are the paper's base model), plus those of `tf.keras.Model` (`name`, `dtype`).
+      **kwargs: the fields of `ModelConfig` (same names, defaults and validation: the paper's
+        base model), plus those of `tf.keras.Model` (`name`, `dtype`).
 
     Call arguments:
       inputs: `(src, tgt_in)`, int `(batch, src_len)` and `(batch, tgt_len)`.
@@ -68,21 +69,8 @@ class Transformer(tf.keras.Model):
         config = ModelConfig(**{name: kwargs.pop(name) for name in fields & set(kwargs)})
         super().__init__(**kwargs)
         self.config = config
-        stack = {
-            "num_layers": config.num_layers,
-            "d_model": config.d_model,
-            "num_heads": config.num_heads,
-            "dff": config.dff,
-            "dropout_rate": config.dropout_rate,
-            "max_length": config.max_length,
-            "norm_first": config.norm_first,
-            "positional_layout": config.positional_layout,
-            "attention_dropout": config.attention_dropout,
-            "activation_dropout": config.activation_dropout,
-            "word_dropout": config.word_dropout,
-            "activation": config.activation,
-            "dtype": self.dtype_policy,
-        }
+        stack = {name: getattr(config, name) for name in STACK_FIELDS}
+        stack["dtype"] = self.dtype_policy
         self.encoder = Encoder(vocab_size=config.input_vocab_size, name="encoder", **stack)
         self.decoder = Decoder(vocab_size=config.target_vocab_size, name="decoder", **stack)
         if config.share_embeddings:
@@ -108,26 +96,15 @@ class Transformer(tf.keras.Model):
         return self.call_with_attention(inputs, training=training)[0]
 
     def call_with_attention(self, inputs, training=False):
-        """Logits plus every attention map, for plots and inspection.
-
-        Returns:
-          `(logits, attention)` where attention has lists (one tensor per layer) under
-          `"encoder_self"` `(batch, heads, src_len, src_len)`, `"decoder_self"`
-          `(batch, heads, tgt_len, tgt_len)` and `"cross"` `(batch, heads, tgt_len, src_len)`.
-        """
+        """`(logits, attention)`: lists of per-layer maps under `"encoder_self"` `(batch, heads,
+        src_len, src_len)`, `"decoder_self"` `(.., tgt_len, tgt_len)`, `"cross"` `(.., tgt_len,
+        src_len)`."""
         x, attention = self.decoder_states(inputs, training=training)
         return self.project(x), attention
 
     def decoder_states(self, inputs, training=False):
-        """The forward pass up to the output projection: `call` is `project` of these.
-
-        The train step projects only the real (non-PAD) positions
-        (`training.step.train_step.real_token_logits`).
-
-        Returns:
-          `(x, attention)`: the decoder's output `(batch, tgt_len, d_model)` and the attention
-          maps of `call_with_attention`.
-        """
+        """`(x, attention)`: the decoder's output `(batch, tgt_len, d_model)` before `project`
+        (the train step projects only real positions) and `call_with_attention`'s maps."""
         src, tgt_in = inputs
         padding_mask, combined_mask = masks.create_masks(src, tgt_in)
         context, encoder_weights = self.encoder(src, padding_mask=padding_mask, training=training)
@@ -138,11 +115,8 @@ class Transformer(tf.keras.Model):
         return x, {"encoder_self": encoder_weights, **attention}
 
     def project(self, x, kernel=None):
-        """Decoder output `(..., d_model)` -> float32 logits `(..., target_vocab_size)`.
-
-        `kernel`: a tied projection's `(d_model, vocab)` kernel made beforehand
-        (`CacheLayout.output_kernel`); None: the layers' own weights.
-        """
+        """Decoder output `(..., d_model)` -> float32 logits `(..., target_vocab_size)`; `kernel`:
+        a tied projection's `(d_model, vocab)` matrix made beforehand (`start_decoding`)."""
         if self.final_layer is not None:
             logits = self.final_layer(x)
         elif kernel is not None:
@@ -162,19 +136,11 @@ class Transformer(tf.keras.Model):
     def start_decoding(
         self, context, padding_mask, cache_length, layout: CacheLayout | None = None
     ) -> DecodingState:
-        """What a decoding call prepares once: the empty caches, every layer's cross-attention
-        keys and values (one matmul), and the weights the steps read, each once (`decode_step`
-        runs the layers in a `keras.StatelessScope` over them).
-
-        Args:
-          context, padding_mask: from `encode` (`batch` sentences).
-          cache_length: decoder positions the self-attention cache holds.
-          layout: the `CacheLayout`; default `GraphLayout`, the fastest without XLA.
-
-        Returns:
-          A `DecodingState` whose cache has `batch` rows; a search may tile them (sentence-major
-          rows, a sentence's rows sharing its cross-attention).
-        """
+        """What a decoding call prepares once: empty caches of `cache_length` positions for
+        `encode`'s `batch` sentences (a search may tile the rows), every layer's cross-attention
+        keys and values (one matmul), and each weight read once (`decode_step` runs the layers
+        in a `keras.StatelessScope` over them). `layout`: a `CacheLayout`, by default
+        `GraphLayout` (the fastest without XLA)."""
         layout = layout or GraphLayout(self.config.num_heads, self.config.d_model)
         batch, dtype, stack = tf.shape(context)[0], self.compute_dtype, self.decoder.stack
         kv = [layer.cross_attention.decoding_projection(layout, "key", "value") for layer in stack]
@@ -202,24 +168,20 @@ class Transformer(tf.keras.Model):
         )
 
     def decode_step(self, ids, step, state: DecodingState):
-        """One decoder position: the decoder's own layers on one token per row, with the caches.
-
-        Args:
-          ids: int `(rows,)` the tokens at position `step`; `rows` is the cache's, a multiple of
-            the sentences, sentence-major (a sentence's rows are consecutive).
-          step: scalar int32 position, below the cache length.
-          state: from `start_decoding`, or the previous step.
+        """One position: the decoder's own layers on int `ids` `(rows,)`, the tokens at `step`
+        (a scalar below the cache length), with `state`'s caches. `rows` is a multiple of the
+        sentences, sentence-major: a sentence's consecutive rows share its cross-attention.
 
         Returns:
-          `(logits, state)`: float32 `(rows, target_vocab_size)` for the token at `step + 1`,
-          and the state with `step` written into its cache.
+          `(logits, state)`: float32 `(rows, target_vocab_size)` for position `step + 1`, and
+          the state with `step` written into its cache.
         """
         layout, rows = state.layout, tf.size(ids)
-        where, bias = layout.locate(step, rows), tf.gather(state.self_bias, step)
+        bias = tf.gather(state.self_bias, step)
         group = rows // tf.shape(state.cross_bias)[0]  # rows per sentence
         caches = [
             (
-                AttentionCache(layout, own_projection, *own, bias, where=where),
+                AttentionCache(layout, own_projection, *own, bias, position=step),
                 AttentionCache(layout, cross_projection, *memory, state.cross_bias, group=group),
             )
             for own, memory, (own_projection, cross_projection) in zip(
@@ -233,9 +195,7 @@ class Transformer(tf.keras.Model):
         return logits, dataclasses.replace(state, cache=cache)
 
     def get_config(self):
-        config = super().get_config()
-        config.update(dataclasses.asdict(self.config))
-        return config
+        return {**super().get_config(), **dataclasses.asdict(self.config)}
 
     @classmethod
     def from_config(cls, config, custom_objects=None):

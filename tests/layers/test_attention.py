@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tf_transformer.inference.decoding.cached_decode import LAYOUTS
 from tf_transformer.layers import MultiHeadAttention, scaled_dot_product_attention
 from tf_transformer.layers.attention import AttentionCache, dense
-from tf_transformer.layers.kv_cache import LAYOUTS
 
 
 def test_scaled_dot_product_attention_matches_numpy():
@@ -49,7 +49,7 @@ def run_cached(mha, x, layout_name, mask):
     cache = AttentionCache(layout, projection, *layout.empty(rows, length, tf.float32), bias=None)
     outputs = []
     for t in range(length):
-        cache = dataclasses.replace(cache, bias=mask[t] * -1e9, where=layout.locate(t, rows))
+        cache = dataclasses.replace(cache, bias=mask[t] * -1e9, position=tf.constant(t))
         out, cache = mha(x[:, t], cache=cache)
         outputs.append(out)
     return tf.stack(outputs, axis=1), cache

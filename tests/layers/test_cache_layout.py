@@ -31,11 +31,8 @@ class OneHotLayout:
         zeros = tf.zeros((batch, length, self.d_model), dtype)
         return LayerCache(zeros, zeros)
 
-    def locate(self, step, rows):
-        return step
-
-    def write(self, storage, x, where):
-        one_hot = tf.one_hot(where, tf.shape(storage)[1], dtype=x.dtype)  # (len,)
+    def write(self, storage, x, step):
+        one_hot = tf.one_hot(step, tf.shape(storage)[1], dtype=x.dtype)  # (len,)
         return storage + one_hot[:, tf.newaxis] * x[:, tf.newaxis, :]
 
     def read(self, q, keys, values, bias, group):

@@ -45,14 +45,12 @@ def scaled_dot_product_attention(
     Args:
       q, k, v: `(..., len_q, depth)`, `(..., len_k, depth)` and `(..., len_k, depth_v)`.
       mask: optional float mask broadcastable to `(..., len_q, len_k)`; **1.0 = masked**.
-      dropout: optional callable on the weights before they weight the values (attention
-        dropout); the returned weights are the ones before it.
+      dropout: optional callable on the weights before they weight the values.
       bias: optional additive bias (a mask already as `mask_to_bias`).
       kernels: the products and reductions for the shapes of `q`, `k`, `v`.
       scale: divide the logits by `sqrt(depth)`; False when `q` was scaled beforehand.
-      return_weights: False: no weights (None), and the softmax written out as
-        `exp(logits - max) / sum` (oneDNN runs a `Softmax` op slowly at one-row sizes), in
-        float32 for half types as TF's Softmax computes.
+      return_weights: False: no weights (None), the softmax written out as `exp(logits - max)
+        / sum` (oneDNN's `Softmax` is slow at one row), in float32 for half types.
 
     Returns:
       `(output, weights)`: `(..., len_q, depth_v)` and `(..., len_q, len_k)` (rows sum to 1).
@@ -80,17 +78,15 @@ def scaled_dot_product_attention(
 
 @dataclasses.dataclass(frozen=True)
 class AttentionCache:
-    """What `MultiHeadAttention` attends over from one position per row (`cache=`; a
-    dataclass: Keras refuses call arguments that nest tensors with other values).
+    """What `MultiHeadAttention` attends over from one position per row (a dataclass: Keras
+    refuses call arguments that nest tensors with other values).
 
     Attributes:
       layout: the `CacheLayout`.
-      projection: `decoding_projection`'s `(kernel, bias)`: query, key and value for
-        self-attention, the query for cross-attention.
-      key, value: the self-attention cache, or the encoder output's keys and values.
+      projection: `decoding_projection`'s: query, key and value (self-attention) or query.
+      key, value: the self-attention `LayerCache`'s, or the encoder output's.
       bias: additive mask bias, broadcastable to the scores.
-      where: self-attention: `layout.locate`'s slots, written before the read; None:
-        cross-attention, nothing written.
+      position: self-attention: the int32 position written first; None: cross-attention.
       group: queries per key/value row (a sentence's rows over its encoder output).
     """
 
@@ -99,7 +95,7 @@ class AttentionCache:
     key: tf.Tensor
     value: tf.Tensor
     bias: tf.Tensor
-    where: tf.Tensor | None = None
+    position: tf.Tensor | None = None
     group: int | tf.Tensor = 1
 
 
@@ -107,28 +103,24 @@ class AttentionCache:
 class MultiHeadAttention(tf.keras.layers.Layer):
     """Multi-head attention (paper section 3.2.2), head size `d_model / num_heads`.
 
-    Masks follow the tutorial's convention: **1.0 = masked**.
-
     Args:
       d_model: model width; the query/key/value/output projections are `d_model x d_model`.
       num_heads: number of heads; must divide `d_model`.
-      attention_dropout: dropout on the attention weights after the softmax, in `call` with
-        `training=True` only (the decoding steps are inference: no dropout).
+      attention_dropout: dropout on the attention weights after the softmax (training only).
 
     Call arguments:
       query: `(batch, len_q, d_model)`.
       value: `(batch, len_v, d_model)`; also the key unless `key` is given.
       key: optional `(batch, len_v, d_model)`.
-      attention_mask: optional float mask broadcastable to `(batch, num_heads, len_q, len_k)`.
-        (Not named `mask`: Keras treats a `mask` argument as an implicit Keras mask.)
+      attention_mask: optional float mask broadcastable to `(batch, num_heads, len_q, len_k)`,
+        **1.0 = masked** (not `mask`: Keras takes a `mask` argument for an implicit Keras mask).
       training: attention dropout on when True.
-      cache: an `AttentionCache`: `query` is `(rows, d_model)`, one position per row, and
-        `value`, `key` and `attention_mask` are unused (inference: no dropout).
+      cache: an `AttentionCache`: `query` is `(rows, d_model)`, one position per row; `value`,
+        `key` and `attention_mask` are unused.
 
     Returns:
-      `(output, weights)`: `output` is `(batch, len_q, d_model)` and `weights`
-      `(batch, num_heads, len_q, len_k)` (before attention dropout: rows sum to 1). With
-      `cache`: `(output, cache)`, `(rows, d_model)` and the cache with the position written.
+      `(output, weights)`: `(batch, len_q, d_model)` and `(batch, num_heads, len_q, len_k)`
+      (before dropout: rows sum to 1); with `cache`, `(rows, d_model)` and the cache.
 
     Example:
       >>> mha = MultiHeadAttention(d_model=8, num_heads=2)
@@ -143,10 +135,8 @@ class MultiHeadAttention(tf.keras.layers.Layer):
             raise InvalidValueError(
                 f"d_model ({d_model}) must be divisible by num_heads ({num_heads})."
             )
-        self.d_model = d_model
-        self.num_heads = num_heads
+        self.d_model, self.num_heads, self.depth = d_model, num_heads, d_model // num_heads
         self.attention_dropout = attention_dropout
-        self.depth = d_model // num_heads
         dense = {"dtype": self.dtype_policy}
         self.wq = tf.keras.layers.Dense(d_model, name="query", **dense)
         self.wk = tf.keras.layers.Dense(d_model, name="key", **dense)
@@ -184,10 +174,10 @@ class MultiHeadAttention(tf.keras.layers.Layer):
     def _attend_cached(self, x, cache: AttentionCache):
         layout, projected = cache.layout, dense(x, cache.projection)  # (rows, d or 3 d)
         q, keys, values = projected, cache.key, cache.value
-        if cache.where is not None:  # self-attention: the position joins the cache first
+        if cache.position is not None:  # self-attention: the position joins the cache first
             q, k, v = tf.split(projected, 3, axis=-1)
-            keys = layout.write(keys, k, cache.where)
-            values = layout.write(values, v, cache.where)
+            keys = layout.write(keys, k, cache.position)
+            values = layout.write(values, v, cache.position)
             cache = dataclasses.replace(cache, key=keys, value=values)
         q, keys, values, bias = layout.read(q, keys, values, cache.bias, cache.group)
         attended, _ = scaled_dot_product_attention(
@@ -196,13 +186,10 @@ class MultiHeadAttention(tf.keras.layers.Layer):
         return tf.reshape(attended, (-1, self.d_model)), cache  # heads contiguous: no transpose
 
     def decoding_projection(self, layout, *names: str) -> tuple[tf.Tensor, tf.Tensor]:
-        """`names` ("query", "key", "value") as one `(kernel, bias)` in the compute dtype.
-
-        Read once per decoding call: q/k/v for self-attention (one matmul per step), the query
-        for cross-attention, key and value for the encoder output. The query is scaled by
+        """`names` ("query", "key", "value") as one `(kernel, bias)` in the compute dtype, read
+        once per decoding call (the Keras weights keep their layout). The query is scaled by
         `1 / sqrt(depth)` (the scores' scale moved onto it; bit-identical when `depth` is a power
-        of 4); `layout.arrange` orders query and key columns. The Keras weights keep their layout.
-        """
+        of 4); `layout.arrange` orders query and key columns."""
         scale = {"query": 1.0 / math.sqrt(self.depth), "key": 1.0, "value": 1.0}
         dense = {"query": self.wq, "key": self.wk, "value": self.wv}
 
@@ -216,10 +203,8 @@ class MultiHeadAttention(tf.keras.layers.Layer):
         )
 
     def get_config(self):
-        config = super().get_config()
-        config.update(d_model=self.d_model, num_heads=self.num_heads)
-        config.update(attention_dropout=self.attention_dropout)
-        return config
+        sizes = {"d_model": self.d_model, "num_heads": self.num_heads}
+        return {**super().get_config(), **sizes, "attention_dropout": self.attention_dropout}
 
 
 def dense(x, projection):

@@ -1,9 +1,8 @@
 """The decoding contract: how a cache layout stores, writes and reads keys and values.
 
-`Transformer.start_decoding` takes a layout (built as `Layout(num_heads, d_model)`); its
-`MultiHeadAttention`s run the same projections and `scaled_dot_product_attention` for every
-layout, which only decides where a position's key and value go and in which shapes they are
-read. `layers.kv_cache` holds "graph" and "xla"; a new layout is one class with these members
+Every layout runs the same projections and `scaled_dot_product_attention`; it only decides where
+a position's key and value go and in which shapes they are read. `layers.kv_cache` holds "graph"
+and "xla"; a new layout is one class with these members, built as `Layout(num_heads, d_model)`
 (`tests/layers/test_cache_layout.py` writes one).
 """
 
@@ -15,22 +14,17 @@ import tensorflow as tf
 
 
 class LayerCache(NamedTuple):
-    """One decoder layer's self-attention keys and values in a layout's shapes, rows first.
-
-    A search tiles and reorders it as any nest of tensors (one row per hypothesis)."""
+    """One decoder layer's self-attention keys and values in a layout's shapes, one row per
+    decoded sequence (a search tiles and reorders it as any nest of tensors)."""
 
     key: tf.Tensor
     value: tf.Tensor
 
 
 class CacheLayout(Protocol):
-    """How decoding stores the keys and values of the positions already decoded.
+    """How decoding stores the keys and values of the positions already decoded."""
 
-    Attributes:
-      kernels: `attention.MatmulKernels` or a class with its methods, for `read`'s shapes.
-    """
-
-    kernels: object
+    kernels: object  # `attention.MatmulKernels`' methods, for `read`'s shapes
 
     def arrange(self, columns: tf.Tensor) -> tf.Tensor:
         """Query and key projection columns `(..., d_model)` in the order `read` wants."""
@@ -42,11 +36,9 @@ class CacheLayout(Protocol):
     def empty(self, batch: tf.Tensor, length: int, dtype: tf.DType) -> LayerCache:
         """One layer's zero cache: `batch` rows of `length` positions."""
 
-    def locate(self, step: tf.Tensor, rows: tf.Tensor) -> tf.Tensor:
-        """Where position `step` of `rows` rows is written (`write`'s `where`), once a step."""
-
-    def write(self, storage: tf.Tensor, x: tf.Tensor, where: tf.Tensor) -> tf.Tensor:
-        """`storage` (a key or a value of a `LayerCache`) with `x` `(rows, d_model)` written."""
+    def write(self, storage: tf.Tensor, x: tf.Tensor, step: tf.Tensor) -> tf.Tensor:
+        """`storage` (a `LayerCache`'s key or value) with `x` `(rows, d_model)` written at
+        position `step` (an int32 scalar)."""
 
     def read(self, q, keys, values, bias, group) -> tuple[tf.Tensor, ...]:
         """`(q, keys, values, bias)` in `kernels`' shapes, for `q` `(rows, d_model)` (scaled by

@@ -9,22 +9,17 @@ from tf_transformer.layers.stack import Stack, SublayerBlock
 
 @tf.keras.utils.register_keras_serializable(package="tf_transformer")
 class DecoderLayer(SublayerBlock):
-    """Masked self-attention, cross-attention over the encoder output, feed-forward (section 3.1).
-
-    Each block has dropout, a residual connection and LayerNorm; post-norm by default,
-    pre-norm with `norm_first=True`. Masks use **1.0 = masked**.
-
-    Args:
-      d_model, num_heads, dff, dropout_rate: as in EncoderLayer.
-      norm_first, attention_dropout, activation_dropout, activation: as in EncoderLayer.
+    """Masked self-attention, cross-attention over the encoder output, feed-forward (section 3.1),
+    each block with dropout, a residual connection and LayerNorm (post-norm, or pre-norm with
+    `norm_first=True`). Arguments as `EncoderLayer`'s.
 
     Call arguments:
       x: `(batch, tgt_len, d_model)`, or `(rows, d_model)` (one position per row) with `cache`.
       context: `(batch, src_len, d_model)` encoder output (unused with `cache`).
-      self_mask: `(batch, 1, tgt_len, tgt_len)` look-ahead + target padding mask.
+      self_mask: `(batch, 1, tgt_len, tgt_len)` look-ahead + target padding, **1.0 = masked**.
       cross_mask: `(batch, 1, 1, src_len)` source padding mask.
       training: dropout on when True.
-      cache: decoding: `(self, cross)`, the two attentions' `AttentionCache`s.
+      cache: `(self, cross)`, the two attentions' `AttentionCache`s.
 
     Returns:
       `(x, self_weights, cross_weights)`; with `cache`, `(x, self, cross)`: the caches, the
@@ -51,52 +46,36 @@ class DecoderLayer(SublayerBlock):
 
     def call(self, x, context=None, *, self_mask=None, cross_mask=None, training=None, cache=None):
         self_cache, cross_cache = (None, None) if cache is None else cache
-        # Masked self-attention block.
-        x, self_weights = self.residual(
-            1,
-            x,
-            lambda h: self.self_attention(
-                h, h, attention_mask=self_mask, training=training, cache=self_cache
-            ),
-            training=training,
-        )
-        # Cross-attention block: queries from the decoder, keys/values from the encoder.
-        x, cross_weights = self.residual(
-            2,
-            x,
-            lambda h: self.cross_attention(
-                h, context, attention_mask=cross_mask, training=training, cache=cross_cache
-            ),
-            training=training,
-        )
-        # Feed-forward block.
-        x, _ = self.residual(
-            3, x, lambda h: (self.ffn(h, training=training), None), training=training
-        )
+        options = {"training": training}
+
+        def self_attention(h):
+            return self.self_attention(h, h, attention_mask=self_mask, cache=self_cache, **options)
+
+        def cross_attention(h):  # queries from the decoder, keys/values from the encoder
+            return self.cross_attention(
+                h, context, attention_mask=cross_mask, cache=cross_cache, **options
+            )
+
+        x, self_weights = self.residual(1, x, self_attention, **options)
+        x, cross_weights = self.residual(2, x, cross_attention, **options)
+        x, _ = self.residual(3, x, lambda h: (self.ffn(h, **options), None), **options)
         return x, self_weights, cross_weights
 
 
 @tf.keras.utils.register_keras_serializable(package="tf_transformer")
 class Decoder(Stack):
-    """Positional embedding, dropout and `num_layers` DecoderLayers (plus a final norm in pre-norm).
-
-    Args:
-      num_layers, d_model, num_heads, dff, dropout_rate, norm_first, max_length: as in Encoder.
-      positional_layout, attention_dropout, activation_dropout, activation: as in Encoder.
-      vocab_size: target vocabulary size.
-      word_dropout: probability of zeroing a target token's word embedding (training only).
+    """Positional embedding, dropout and `num_layers` DecoderLayers (plus a final norm in
+    pre-norm). Arguments as `Encoder`'s; `vocab_size` is the target vocabulary's.
 
     Call arguments:
       ids: `(batch, tgt_len)` decoder input ids (START first), or `(rows,)` with `cache`.
-      context: `(batch, src_len, d_model)` encoder output (unused with `cache`).
-      self_mask, cross_mask, training: as in DecoderLayer.
-      cache: decoding one position: a list with each layer's `(self, cross)` `AttentionCache`s.
+      context, self_mask, cross_mask, training: as in DecoderLayer.
+      cache: one position: per layer, the `(self, cross)` `AttentionCache`s.
       position: with `cache`, the position of `ids` (scalar int32, below `max_length`).
 
     Returns:
-      `(x, attention)`: `(batch, tgt_len, d_model)` and a dict with lists `"self"` and `"cross"`
-      of per-layer weights; with `cache`, `(x, cache)`: `(rows, d_model)` and the caches with
-      the position written.
+      `(x, attention)`: `(batch, tgt_len, d_model)` and lists `"self"` and `"cross"` of
+      per-layer weights; with `cache`, `(x, cache)`: `(rows, d_model)` and the caches.
 
     Example:
       >>> dec = Decoder(num_layers=1, d_model=8, num_heads=2, dff=16, vocab_size=50)

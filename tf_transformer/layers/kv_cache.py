@@ -1,18 +1,6 @@
-"""The key/value cache layouts of one-token decoding (`cache_layout.CacheLayout`).
-
-* `GraphLayout`, the fastest in graph mode: per-head caches, a position written as `rows * heads`
-  scatter slices, attention as batched matmuls.
-* `XlaLayout`, the fastest under XLA: heads merged, a position written as one slice per row.
-  XLA:CPU runs each row and head's `(1, depth) x (depth, len)` product as its own small dot, so
-  attention is products and sums fused into a few vectorized loops: query and key columns are
-  depth-major (`arrange`, on the kernels once per call), so score sums run over a major axis with
-  the heads as vector lanes; a length over 32 is viewed as two axes of at most 32
-  (`_length_dims`), else XLA:CPU's TreeReductionRewriter splits the reduction and the product
-  stops fusing into the sum.
-* `layers.litert_layout.LiteRTLayout`, the LiteRT export's step.
-
-Beam search reorders every layout's cache rows with the hypotheses; nothing here knows beams.
-"""
+"""The key/value cache layouts of one-token decoding (`cache_layout.CacheLayout`): `GraphLayout`
+(the fastest in graph mode), `XlaLayout` (the fastest under XLA) and, for the LiteRT export's
+step, `layers.litert_layout.LiteRTLayout`. A search reorders their rows; none knows beams."""
 
 from __future__ import annotations
 
@@ -29,14 +17,11 @@ _maximum = functools.partial(functools.reduce, tf.maximum)  # of a list of tenso
 
 
 class GraphLayout:
-    """Per-head caches `(rows, 1, heads, len, depth)` and batched matmuls; memory keys/values
-    `(batch, 1, heads, src_len, depth)`; a position's slots `[row, 0, head, step]`.
-
-    With oneDNN on (TensorFlow's default on x86), `BatchMatMulV2` and `Softmax` become oneDNN
-    primitives costing ~40 µs each at these sizes (measured; 12 of them made most of a 2 ms
-    step): the kernels are `BatchMatMulV3` (Eigen, a few µs) and attention reads no weights
-    (`scaled_dot_product_attention(return_weights=False)`: no Softmax op).
-    """
+    """Per-head caches `(rows, 1, heads, len, depth)`, memory keys/values `(batch, 1, heads,
+    src_len, depth)`, a position written as `rows * heads` scatter slices `[row, 0, head, step]`.
+    The kernels are `BatchMatMulV3` (Eigen, a few µs): oneDNN, on by default on x86, makes
+    `BatchMatMulV2` and `Softmax` primitives of ~40 µs each at these sizes (12 of them made most
+    of a 2 ms step)."""
 
     def __init__(self, num_heads: int, d_model: int):
         self.num_heads, self.d_model, self.depth = num_heads, d_model, d_model // num_heads
@@ -54,18 +39,22 @@ class GraphLayout:
         zeros = tf.zeros((batch, 1, self.num_heads, length, self.depth), dtype)
         return LayerCache(zeros, zeros)
 
-    def locate(self, step, rows):
-        """int32 `(rows, heads, 4)`: the slots `[row, 0, head, step]` (a few ops a step)."""
-        heads = [[[0, 0, head, 0] for head in range(self.num_heads)]]  # (1, heads, 4)
-        row = tf.range(rows)[:, tf.newaxis, tf.newaxis] * [1, 0, 0, 0]  # (rows, 1, 4)
-        return row + heads + tf.cast(step, tf.int32) * [0, 0, 0, 1]
+    def write(self, storage, x, step):
+        # In place (a scatter copies the cache): TensorFlow's strided-slice update, the other
+        # axes whole (masked), position `step` one index (shrunk: `end` unread).
+        begin = tf.cast(step, tf.int32) * [0, 0, 0, 1, 0]
+        return tf.raw_ops.TensorStridedSliceUpdate(
+            input=storage,
+            begin=begin,
+            end=begin,
+            strides=[1] * 5,
+            value=tf.reshape(x, (-1, 1, self.num_heads, self.depth)),
+            begin_mask=0b10111,
+            end_mask=0b10111,
+            shrink_axis_mask=0b01000,
+        )
 
-    def write(self, storage, x, where):
-        update = tf.reshape(x, (-1, self.num_heads, self.depth))
-        return tf.tensor_scatter_nd_update(storage, where, update)
-
-    def read(self, q, keys, values, bias, group):
-        """Queries `(batch, group, heads, 1, depth)`: the result's heads are contiguous."""
+    def read(self, q, keys, values, bias, group):  # the result's heads are contiguous
         return tf.reshape(q, (-1, group, self.num_heads, 1, self.depth)), keys, values, bias
 
     def output_kernel(self, table, dtype):
@@ -73,10 +62,16 @@ class GraphLayout:
 
 
 class XlaLayout(GraphLayout):
-    """Heads merged, attention as products and sums (module docstring): self-attention cache
-    `(rows, len, d_model)`, memory keys/values `(batch, 1, src_len, d_model)`, keys depth-major,
-    a position's slots `[row, step]`. A tied output projection's matrix is transposed once per
-    call (XLA:CPU's `transpose_b` at 4 rows made a beam-4 decode 1.24x slower)."""
+    """Heads merged: self-attention cache `(rows, len, d_model)` (a position written as one slice
+    per row, `[row, step]`), memory keys/values `(batch, 1, src_len, d_model)`.
+
+    XLA:CPU runs each row and head's `(1, depth) x (depth, len)` product as its own small dot, so
+    attention is products and sums fused into a few vectorized loops: query and key columns are
+    depth-major (`arrange`), so score sums run over a major axis with the heads as vector lanes;
+    a length over 32 is viewed as two axes of at most 32 (`_length_dims`), else XLA:CPU's
+    TreeReductionRewriter splits the reduction and the product stops fusing into the sum. A tied
+    output projection's matrix is transposed once per call (XLA:CPU's `transpose_b` at 4 rows
+    made a beam-4 decode 1.24x slower)."""
 
     def __init__(self, num_heads: int, d_model: int):
         super().__init__(num_heads, d_model)
@@ -96,15 +91,13 @@ class XlaLayout(GraphLayout):
         zeros = tf.zeros((batch, length, self.d_model), dtype)
         return LayerCache(zeros, zeros)
 
-    def locate(self, step, rows):
-        return tf.range(rows)[:, tf.newaxis] * [1, 0] + tf.cast(step, tf.int32) * [0, 1]
-
-    def write(self, storage, x, where):
-        return tf.tensor_scatter_nd_update(storage, where, x)
+    def write(self, storage, x, step):  # XLA compiles a strided-slice update's begin as constant
+        slots = tf.range(tf.shape(x)[0])[:, tf.newaxis] * [1, 0] + tf.cast(step, tf.int32) * [0, 1]
+        return tf.tensor_scatter_nd_update(storage, slots, x)  # [row, step]
 
     def read(self, q, keys, values, bias, group):
-        """A sentence's queries `(batch, group, 1.., depth, heads)` against its keys `(batch, 1,
-        len.., depth, heads)` and values `(batch, 1, len.., heads, depth)`."""
+        # Queries (batch, group, 1.., depth, heads), keys (batch, 1, len.., depth, heads), values
+        # (batch, 1, len.., heads, depth).
         dims = _length_dims(keys, len(keys.shape) - 2)
         q = tf.reshape(q, (-1, group, *[1] * len(dims), self.depth, self.num_heads))
         keys = tf.reshape(keys, (-1, 1, *dims, self.depth, self.num_heads))
@@ -113,9 +106,6 @@ class XlaLayout(GraphLayout):
 
     def output_kernel(self, table, dtype):
         return tf.transpose(read_weight(table, dtype))
-
-
-LAYOUTS = {"graph": GraphLayout, "xla": XlaLayout}
 
 
 class BatchMatmulKernels(MatmulKernels):
@@ -129,9 +119,8 @@ class BatchMatmulKernels(MatmulKernels):
 
 
 class ProductsAndSums:
-    """The kernels for `XlaLayout.read`'s shapes: products and sums over the length axes (one,
-    or two of at most `REDUCE_WINDOW`), heads last (the vector lanes); float32 for half types.
-    Normalised after the weighted sum: `(heads, depth)` divisions instead of `(len, heads)`."""
+    """`XlaLayout.read`'s kernels: products and sums over the length axes (one, or two of at most
+    `REDUCE_WINDOW`), heads last; float32 for half types; normalised after the weighted sum."""
 
     normalise_after = True
 
@@ -162,8 +151,8 @@ def _batch_matmul(x, y, *, adj_y=False):
 
 
 def _length_dims(x, axis: int) -> list:
-    """The length of `x`'s `axis` as one axis, or as two of at most `REDUCE_WINDOW` (see the
-    module docstring) when it is static, longer, and so divisible."""
+    """`x`'s `axis` as one axis, or two of at most `REDUCE_WINDOW` when static, longer and so
+    divisible (see `XlaLayout`)."""
     length = x.shape[axis]
     if length is None:
         return [tf.shape(x)[axis]]
@@ -175,8 +164,8 @@ def _length_dims(x, axis: int) -> list:
 
 
 def _over_length(x, reduce, combine, length_axes: int, *, axis: int):
-    """`reduce` over `x`'s length axes (`axis` and, with two, the one before), as XLA:CPU
-    vectorizes it: `reduce` over the inner axis (unrolled, vectorized over the later axes), then
-    `combine` of the outer one's slices (a `reduce` over both, or two in turn, is a scalar loop)."""
+    """`reduce` over the length axes (`axis`, and with two the one before) as XLA:CPU vectorizes
+    it: over the inner axis, then `combine` of the outer one's slices (a `reduce` over both is a
+    scalar loop)."""
     x = reduce(x, axis=axis)
     return combine(tf.unstack(x, axis=axis)) if length_axes == 2 else x

@@ -20,17 +20,13 @@ from tf_transformer.layers.kv_cache import GraphLayout
 
 
 class LiteRTLayout(GraphLayout):
-    """`GraphLayout`'s storage and batched matmuls; `where` is the start `[0, 0, 0, step, 0]`
-    of a dynamic update slice. TensorFlow runs the op only under XLA: the layout is for
-    conversion."""
+    """`GraphLayout`, a position written with XLA's dynamic update slice, which TensorFlow runs
+    only under XLA: the layout is for conversion."""
 
-    def locate(self, step, rows):
-        zero = tf.zeros([], tf.int32)
-        return tf.stack([zero, zero, zero, tf.cast(step, tf.int32), zero])
-
-    def write(self, storage, x, where):
+    def write(self, storage, x, step):
         update = tf.reshape(x, (-1, 1, self.num_heads, 1, self.depth))
-        return xla.dynamic_update_slice(storage, update, where)
+        start = tf.cast(step, tf.int32) * [0, 0, 0, 1, 0]
+        return xla.dynamic_update_slice(storage, update, start)
 
     def read(self, q, keys, values, bias, group):
         """As `GraphLayout.read`; the look-ahead row (self-attention's bias, rank 1) cut to the

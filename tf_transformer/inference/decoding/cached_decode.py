@@ -18,11 +18,15 @@ from tf_transformer.errors import InvalidValueError
 from tf_transformer.inference.decoding.beam import beam_search
 from tf_transformer.inference.decoding.greedy import greedy_decode
 from tf_transformer.inference.decoding.search import DecodeOutput, LogitsFn, trim, write_column
-from tf_transformer.layers.kv_cache import LAYOUTS
+from tf_transformer.layers.kv_cache import GraphLayout, XlaLayout
+from tf_transformer.layers.litert_layout import LiteRTLayout
 from tf_transformer.text.special_tokens import PAD_ID
 
 # XLA-compiled decoding pads the source to a multiple of this, bounding the compiled shapes.
 SRC_LENGTH_BUCKET = 16
+# The step layouts by name: "graph" runs in graph mode only (XLA compiles its in-place write at
+# constant positions only); "litert" is its storage written as XLA and LiteRT can.
+LAYOUTS = {"graph": GraphLayout, "xla": XlaLayout, "litert": LiteRTLayout}
 
 
 def pad_to_multiple(ids: tf.Tensor, multiple: int, limit: int | None = None) -> tf.Tensor:
@@ -43,8 +47,8 @@ def model_logits_fn(model, src: tf.Tensor, max_new_tokens: int, *, layout="graph
       src: int `(batch, src_len)` source ids, PAD = 0.
       max_new_tokens: decoder positions the fixed-size self-attention cache holds.
       layout: the step's cache layout: "graph" (per-head caches, batched matmuls), "xla" (heads
-        merged, attention as products and sums; `layers.kv_cache.LAYOUTS`), or a `CacheLayout`
-        class, built as `layout(num_heads, d_model)`.
+        merged, attention as products and sums), "litert" (`LAYOUTS`), or a `CacheLayout` class,
+        built as `layout(num_heads, d_model)`.
 
     Returns:
       `(logits_fn, initial_cache)`: the cache is the `DecodingState`'s, each layer's
@@ -120,6 +124,11 @@ def make_decode_fn(
     """
     if step_layout is None:
         step_layout = "xla" if jit_compile else "graph"
+    if jit_compile and not recompute and step_layout in ("graph", GraphLayout):
+        raise InvalidValueError(
+            "step_layout 'graph' runs without XLA only (XLA compiles its in-place write at "
+            "constant positions): under jit_compile use 'xla', or 'litert' for its shapes."
+        )
 
     def decode(src):
         if recompute:
