@@ -18,10 +18,8 @@ _maximum = functools.partial(functools.reduce, tf.maximum)  # of a list of tenso
 
 class GraphLayout:
     """Per-head caches `(rows, 1, heads, len, depth)`, memory keys/values `(batch, 1, heads,
-    src_len, depth)`, a position written as `rows * heads` scatter slices `[row, 0, head, step]`.
-    The kernels are `BatchMatMulV3` (Eigen, a few µs): oneDNN, on by default on x86, makes
-    `BatchMatMulV2` and `Softmax` primitives of ~40 µs each at these sizes (12 of them made most
-    of a 2 ms step)."""
+    src_len, depth)`, attention as `BatchMatMulV3` (oneDNN's `BatchMatMulV2` and `Softmax` cost
+    ~40 µs each at one row: docs/benchmarks/decoding.md, "oneDNN at one-row sizes")."""
 
     def __init__(self, num_heads: int, d_model: int):
         self.num_heads, self.d_model, self.depth = num_heads, d_model, d_model // num_heads
@@ -62,16 +60,11 @@ class GraphLayout:
 
 
 class XlaLayout(GraphLayout):
-    """Heads merged: self-attention cache `(rows, len, d_model)` (a position written as one slice
-    per row, `[row, step]`), memory keys/values `(batch, 1, src_len, d_model)`.
-
-    XLA:CPU runs each row and head's `(1, depth) x (depth, len)` product as its own small dot, so
-    attention is products and sums fused into a few vectorized loops: query and key columns are
-    depth-major (`arrange`), so score sums run over a major axis with the heads as vector lanes;
-    a length over 32 is viewed as two axes of at most 32 (`_length_dims`), else XLA:CPU's
-    TreeReductionRewriter splits the reduction and the product stops fusing into the sum. A tied
-    output projection's matrix is transposed once per call (XLA:CPU's `transpose_b` at 4 rows
-    made a beam-4 decode 1.24x slower)."""
+    """Heads merged: self-attention cache `(rows, len, d_model)`, memory keys/values `(batch, 1,
+    src_len, d_model)`, attention as products and sums that XLA:CPU fuses into vectorized loops
+    (it runs each row and head's `(1, depth) x (depth, len)` product as its own small dot): query
+    and key columns depth-major (`arrange`), the heads as vector lanes, a length over 32 viewed as
+    two axes (`_length_dims`; docs/benchmarks/decoding.md, "The XLA step layout")."""
 
     def __init__(self, num_heads: int, d_model: int):
         super().__init__(num_heads, d_model)
@@ -104,7 +97,7 @@ class XlaLayout(GraphLayout):
         values = tf.reshape(values, (-1, 1, *dims, self.num_heads, self.depth))
         return q, keys, values, tf.reshape(bias, (-1, 1, *dims, 1))
 
-    def output_kernel(self, table, dtype):
+    def output_kernel(self, table, dtype):  # XLA:CPU's `transpose_b` at 4 rows: beam 4 1.24x
         return tf.transpose(read_weight(table, dtype))
 
 

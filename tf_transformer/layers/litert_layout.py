@@ -1,15 +1,6 @@
-"""The cache layout of the LiteRT export's decoder step: one dynamic update slice per write.
-
-A LiteRT step (`backends.litert.export`) takes each layer's self-attention keys and values as
-fixed-size inputs `(rows, 1, heads, cache_length, depth)`, writes the position it decodes with
-LiteRT's builtin DYNAMIC_UPDATE_SLICE (a `tensor_scatter_nd_update` converts to scatters and
-arithmetic over the whole cache) and hands back only that position (`written`), which the
-runtime writes into its input buffers before the next step.
-
-(Measured, tutorial preset, one thread: the update slice copies the input cache, about 0.05 ms
-of a 0.12 ms int8 step at one row; reading the cache untouched and the new position beside it,
-with a concatenation of the logits, was no faster, so the write stays one op.)
-"""
+"""The cache layout of the LiteRT export's decoder step (`backends.litert.export`, and
+docs/serving.md): a position written with LiteRT's builtin DYNAMIC_UPDATE_SLICE (a scatter
+converts to arithmetic over the whole cache), handed back alone (`written`)."""
 
 from __future__ import annotations
 
