@@ -20,9 +20,11 @@ Each size is measured in two fresh processes, each reporting its own peak reside
   tokenizer build, `training.start.inputs.prepare_tokenizers` with the `tiny` preset's settings
   (vocabularies of 2,000, `--vocab-sample` 1,000,000: the whole corpus at 0.1 million, a sample
   of about a million pairs above). `vocab_s` is the build alone, `check_s` the check.
+  With `--reuse-tokenizers` the tokenizers are learnt at the first size only and the other
+  sizes reuse them (no vocab process, no `vocab_s` for them).
 * train: `training.run` (what `tf-transformer train` calls) with the `tiny` preset and
   `max_steps` 51, in a run directory that already holds the tokenizers the vocab process of the
-  same size built, so they are reused, not learnt. `first_step_s` is the wall time from starting
+  same size built (or the first size's, with `--reuse-tokenizers`), so they are reused, not learnt. `first_step_s` is the wall time from starting
   the process (Python, `import tensorflow`, the corpus check, the model and the traced step) to
   the end of the first step; `tokens_per_s` counts the target tokens of steps 2-51 over their
   wall time.
@@ -221,7 +223,11 @@ def last_line(results: dict[float, dict]) -> str:
         ("first_step_s", ".1f"),
         ("tokens_per_s", ".0f"),
     ):
-        fields += [f"{figure}_{label(s)}={results[s][figure]:{fmt}}" for s in sizes]
+        fields += [
+            f"{figure}_{label(s)}={results[s][figure]:{fmt}}"
+            for s in sizes
+            if results[s][figure] is not None
+        ]
     growth = results[sizes[-1]]["rss_gb"] - results[sizes[0]]["rss_gb"]
     fields.insert(len(sizes), f"rss_growth_gb={growth:.2f}")
     return "data_scale: " + " ".join(fields)
@@ -251,13 +257,19 @@ def main() -> None:
         metavar="MILLIONS",
         help="Corpus sizes in millions of pairs (default: 0.1 1 4 10).",
     )
+    parser.add_argument(
+        "--reuse-tokenizers",
+        action="store_true",
+        help="Learn the tokenizers at the first size only; the others reuse them (no vocab_s).",
+    )
     parser.add_argument("--tmp", default=None, help="Where to write the corpora (default: TMPDIR).")
     add_json_flags(parser)
     args = parser.parse_args()
     print(describe_cpu(), flush=True)
+    learnt = "at the first size" if args.reuse_tokenizers else "per size"
     print(
-        f"preset {PRESET}; {STEPS} steps; tokenizers built per size (vocab sample 1,000,000), "
-        "then reused by the training process",
+        f"preset {PRESET}; {STEPS} steps; tokenizers learnt {learnt} (vocab sample 1,000,000), "
+        "then reused by the training processes",
         flush=True,
     )
     started = time.perf_counter()
@@ -270,7 +282,13 @@ def main() -> None:
             write_corpus(corpus, pairs)
             generated = time.perf_counter() - start
             text_gb = sum(f.stat().st_size for f in corpus.glob("train.*")) / 1e9
-            vocab = measure("vocab", corpus, run_dir)
+            learnt = Path(tmp) / "tokenizers"
+            if args.reuse_tokenizers and learnt.is_dir():
+                shutil.copytree(learnt, run_dir / "tokenizers")
+                vocab = {"check_s": None, "vocab_s": None, "vocab_sizes": None, "rss_gb": None}
+            else:
+                vocab = measure("vocab", corpus, run_dir)
+                shutil.copytree(run_dir / "tokenizers", learnt, dirs_exist_ok=True)
             train = measure("train", corpus, run_dir)
             results[size] = {
                 "pairs": pairs,
@@ -281,17 +299,21 @@ def main() -> None:
                 "vocab_sizes": vocab["vocab_sizes"],
                 "rss_gb_vocab": vocab["rss_gb"],
                 "rss_gb_train": train["rss_gb"],
-                "rss_gb": max(vocab["rss_gb"], train["rss_gb"]),
+                "rss_gb": max(vocab["rss_gb"] or 0.0, train["rss_gb"]),
                 "first_step_s": train["first_step_s"],
                 "tokens_per_s": train["tokens_per_s"],
             }
             r = results[size]
+            learning = "tokenizers reused"
+            if r["vocab_s"] is not None:
+                learning = (
+                    f"{r['rss_gb_vocab']:.2f} GB (vocab); check {r['check_s']:.1f} s; tokenizers {r['vocab_s']:.1f} s "
+                    f"(vocabularies {r['vocab_sizes'][0]:,}/{r['vocab_sizes'][1]:,})"
+                )
             print(
                 f"{pairs:>10,} pairs ({text_gb:.2f} GB, written in {generated:.0f} s): "
-                f"peak RSS {r['rss_gb_vocab']:.2f} GB (vocab) {r['rss_gb_train']:.2f} GB (train); "
-                f"check {r['check_s']:.1f} s; tokenizers {r['vocab_s']:.1f} s "
-                f"(vocabularies {r['vocab_sizes'][0]:,}/{r['vocab_sizes'][1]:,}); first step "
-                f"{r['first_step_s']:.1f} s; {r['tokens_per_s']:.0f} tokens/s",
+                f"peak RSS {r['rss_gb_train']:.2f} GB (train), {learning}; first step {r['first_step_s']:.1f} s; "
+                f"{r['tokens_per_s']:.0f} tokens/s",
                 flush=True,
             )
             shutil.rmtree(corpus)
