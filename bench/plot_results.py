@@ -18,7 +18,9 @@ data and when, read from the JSON records (bench/json_figures.py). The plots:
   run recorded by bench/quality.py, and the runs of the table in docs/benchmarks/quality.md
   (transcribed there, labelled as such);
 * `padding.png`: the share of [PAD] tokens in padded batches of 64 and in token-budget batches
-  (bench/padding.py).
+  (bench/padding.py);
+* `data_scale.png`: peak memory, time to the first step and tokens/s of a training process
+  against the corpus size (bench/data_scale.py).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ INPUTS = {
     "serving_latency.png": ("serving_latency.json",),
     "validation_bleu.png": ("quality_short.json", "quality_table.json"),
     "padding.png": ("padding.json",),
+    "data_scale.png": ("data_scale.json",),
 }
 # What a plot adds when the file is there (bench/litert_peer.py --json).
 OPTIONAL_INPUTS = {"decoding_speed.png": ("litert_peer.json",)}
@@ -219,11 +222,41 @@ def padding(data: Path):
     return finish(figure, [record])
 
 
+def data_scale(data: Path):
+    (record,) = (load(data, name) for name in INPUTS["data_scale.png"])
+    rows = list(record["figures"]["sizes"].values())
+    pairs = [row["pairs"] / 1e6 for row in rows]
+    figure, panels = plt.subplots(1, 3, figsize=(12, 3.4))
+    for axes, (key, title) in zip(
+        panels,
+        (
+            ("rss_gb_train", "peak resident memory, GB"),
+            ("first_step_s", "process start to first step, s"),
+            ("tokens_per_s", "training target tokens/s"),
+        ),
+    ):
+        axes.plot(pairs, [row[key] for row in rows], "o-")
+        axes.set_xscale("log")
+        axes.minorticks_off()
+        axes.set_xticks(pairs, [f"{p:g}M" for p in pairs])
+        axes.set_xlabel("corpus, pairs")
+        axes.set_title(title, fontsize=9)
+        axes.set_ylim(bottom=0)
+    figure.suptitle(
+        f"Streaming a growing corpus: preset {record['figures']['preset']}, "
+        f"{record['figures']['steps']} steps, tokenizers reused",
+        fontsize=10,
+        y=1.02,
+    )
+    return finish(figure, [record])
+
+
 PLOTS = {
     "decoding_speed.png": decoding_speed,
     "serving_latency.png": serving_latency,
     "validation_bleu.png": validation_bleu,
     "padding.png": padding,
+    "data_scale.png": data_scale,
 }
 
 
