@@ -99,6 +99,7 @@ TIMING_BENCHES = (
     "serving_latency",
     "serving_load",
     "quality",
+    "data_scale",
 )
 
 
