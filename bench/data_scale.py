@@ -1,9 +1,14 @@
 """Data at scale: memory, tokenizer time, time to the first step and tokens/s against corpus size.
 
-Run from the repository root (one size takes minutes; 10 million pairs ~2 GB of text)::
+Run from the repository root (10 million pairs are 1.7 GB of text in TMPDIR or --tmp)::
 
     .venv/bin/python bench/data_scale.py                      # 0.1, 1, 4 and 10 million pairs
+    .venv/bin/python bench/data_scale.py --sizes 0.1 1 4 10 --reuse-tokenizers   # ~6 minutes
     .venv/bin/python bench/data_scale.py --sizes 0.1 1 --json data_scale.json
+
+The tokenizer build dominates: on a 2-core AMD EPYC it took 147 s at 0.1 million pairs and
+691 s at 1 million (every size from 1 million on draws a sample of about a million pairs), so
+the default run takes most of an hour; with `--reuse-tokenizers` the four sizes took 6 minutes.
 
 For each size (in millions of pairs) it writes a synthetic pt-en corpus directory,
 `train.pt`/`train.en` and `dev.pt`/`dev.en` (1,000 pairs), in a temporary folder that is deleted
@@ -24,20 +29,21 @@ Each size is measured in two fresh processes, each reporting its own peak reside
   sizes reuse them (no vocab process, no `vocab_s` for them).
 * train: `training.run` (what `tf-transformer train` calls) with the `tiny` preset and
   `max_steps` 51, in a run directory that already holds the tokenizers the vocab process of the
-  same size built (or the first size's, with `--reuse-tokenizers`), so they are reused, not learnt. `first_step_s` is the wall time from starting
-  the process (Python, `import tensorflow`, the corpus check, the model and the traced step) to
-  the end of the first step; `tokens_per_s` counts the target tokens of steps 2-51 over their
-  wall time.
+  same size built (or the first size's, with `--reuse-tokenizers`), so they are reused, not
+  learnt. `first_step_s` is the wall time from starting the process (Python, `import
+  tensorflow`, the corpus check, the model and the traced step) to the end of the first step;
+  `tokens_per_s` counts the target tokens of steps 2-51 over their wall time.
 
 `rss_gb` is the larger peak of the two processes; both are printed. The last line is
 machine-readable::
 
-    data_scale: rss_gb_0.1m=1.02 ... rss_growth_gb=0.31 vocab_s_0.1m=... first_step_s_0.1m=...
-      tokens_per_s_0.1m=...
+    data_scale: rss_gb_0.1m=1.00 rss_gb_1m=1.10 rss_gb_4m=1.26 rss_gb_10m=1.30
+      rss_growth_gb=0.30 vocab_s_0.1m=146.8 first_step_s_0.1m=8.6 first_step_s_1m=8.3 ...
+      tokens_per_s_0.1m=41750 tokens_per_s_1m=44789 ...
 
-one `<figure>_<size>m=<value>` for each figure and size measured (sizes as given), and
-`rss_growth_gb`, the largest size's peak minus the smallest's. A benchmark prints numbers, it
-does not pass or fail.
+(one line, here cut): one `<figure>_<size>m=<value>` for each figure and size measured (sizes
+as given), and `rss_growth_gb`, the last size's peak minus the first's; `vocab_s` only for the
+sizes whose tokenizers were learnt. A benchmark prints numbers, it does not pass or fail.
 """
 
 from __future__ import annotations
