@@ -18,6 +18,7 @@ from tf_transformer.errors import InvalidValueError
 from tf_transformer.inference.decoding.beam import beam_search
 from tf_transformer.inference.decoding.greedy import greedy_decode
 from tf_transformer.inference.decoding.search import DecodeOutput, LogitsFn, trim, write_column
+from tf_transformer.layers.cache_layout import LayerCache
 from tf_transformer.layers.kv_cache import GraphLayout, XlaLayout
 from tf_transformer.layers.litert_layout import LiteRTLayout
 from tf_transformer.text.special_tokens import PAD_ID
@@ -39,7 +40,9 @@ def pad_to_multiple(ids: tf.Tensor, multiple: int, limit: int | None = None) -> 
     return tf.pad(ids, [[0, 0], [0, target - length]], constant_values=PAD_ID)
 
 
-def model_logits_fn(model, src: tf.Tensor, max_new_tokens: int, *, layout="graph") -> tuple:
+def model_logits_fn(
+    model, src: tf.Tensor, max_new_tokens: int, *, layout="graph"
+) -> tuple[LogitsFn, list[LayerCache]]:
     """The cached seam for a `Transformer`: the encoder and cross-attention K/V run once.
 
     Args:
