@@ -9,11 +9,9 @@ import tensorflow as tf
 
 from tf_transformer import masks
 from tf_transformer.config import ModelConfig
-from tf_transformer.errors import InvalidValueError
 from tf_transformer.layers.attention import AttentionCache, dense
-from tf_transformer.layers.cache_layout import CacheLayout, LayerCache
+from tf_transformer.layers.cache_layout import DecodingState, LayerCache
 from tf_transformer.layers.decoder import Decoder
-from tf_transformer.layers.decoding_state import DecodingState
 from tf_transformer.layers.encoder import Encoder
 from tf_transformer.layers.kv_cache import GraphLayout
 
@@ -21,20 +19,6 @@ from tf_transformer.layers.kv_cache import GraphLayout
 STACK_FIELDS = ("num_layers", "d_model", "num_heads", "dff", "dropout_rate", "max_length")
 STACK_FIELDS += ("norm_first", "positional_layout", "attention_dropout", "activation_dropout")
 STACK_FIELDS += ("word_dropout", "activation")
-
-
-def tie_token_embeddings(encoder: Encoder, decoder: Decoder) -> None:
-    """Makes `decoder` embed its ids with `encoder`'s token embedding layer (before building):
-    `model.weights` and checkpoints hold one embedding matrix, under the encoder."""
-    if encoder.vocab_size != decoder.vocab_size:
-        raise InvalidValueError(
-            f"share_embeddings needs one vocabulary: input_vocab_size ({encoder.vocab_size}) "
-            f"!= target_vocab_size ({decoder.vocab_size}). Train with a shared vocabulary "
-            "(shared_vocab, --shared-vocab)."
-        )
-    target = decoder.embedding
-    target._tracker.untrack(target.embedding)  # Keras 3 keeps a replaced layer tracked
-    target.embedding = encoder.embedding.embedding
 
 
 @tf.keras.utils.register_keras_serializable(package="tf_transformer")
@@ -74,7 +58,7 @@ class Transformer(tf.keras.Model):
         self.encoder = Encoder(vocab_size=config.input_vocab_size, name="encoder", **stack)
         self.decoder = Decoder(vocab_size=config.target_vocab_size, name="decoder", **stack)
         if config.share_embeddings:
-            tie_token_embeddings(self.encoder, self.decoder)
+            self.decoder.share_embedding(self.encoder)
         self.final_layer = None
         if not (config.share_target_embeddings or config.share_embeddings):
             self.final_layer = tf.keras.layers.Dense(
@@ -133,14 +117,11 @@ class Transformer(tf.keras.Model):
         context, _ = self.encoder(src, padding_mask=padding_mask, training=training)
         return context, padding_mask
 
-    def start_decoding(
-        self, context, padding_mask, cache_length, layout: CacheLayout | None = None
-    ) -> DecodingState:
+    def start_decoding(self, context, padding_mask, cache_length, layout=None) -> DecodingState:
         """What a decoding call prepares once: empty caches of `cache_length` positions for
-        `encode`'s `batch` sentences (a search may tile the rows), every layer's cross-attention
-        keys and values (one matmul), and each weight read once (`decode_step` runs the layers
-        in a `keras.StatelessScope` over them). `layout`: a `CacheLayout`, by default
-        `GraphLayout` (the fastest without XLA)."""
+        `encode`'s sentences (a search may tile the rows), every layer's cross-attention keys and
+        values (one matmul), and every weight read once (`decode_step` runs the layers in a
+        `keras.StatelessScope` over them). `layout`: a `CacheLayout`, by default `GraphLayout`."""
         layout = layout or GraphLayout(self.config.num_heads, self.config.d_model)
         batch, dtype, stack = tf.shape(context)[0], self.compute_dtype, self.decoder.stack
         kv = [layer.cross_attention.decoding_projection(layout, "key", "value") for layer in stack]
@@ -171,27 +152,23 @@ class Transformer(tf.keras.Model):
         """One position: the decoder's own layers on int `ids` `(rows,)`, the tokens at `step`
         (a scalar below the cache length), with `state`'s caches. `rows` is a multiple of the
         sentences, sentence-major: a sentence's consecutive rows share its cross-attention.
-
-        Returns:
-          `(logits, state)`: float32 `(rows, target_vocab_size)` for position `step + 1`, and
-          the state with `step` written into its cache.
-        """
+        Returns `(logits, state)`: float32 `(rows, target_vocab_size)` for position `step + 1`,
+        and the state with `step` written into its cache."""
         layout, rows = state.layout, tf.size(ids)
         bias = tf.gather(state.self_bias, step)
         group = rows // tf.shape(state.cross_bias)[0]  # rows per sentence
+        layers = zip(state.cache, state.cross, state.projections, strict=True)
         caches = [
             (
                 AttentionCache(layout, own_projection, *own, bias, position=step),
                 AttentionCache(layout, cross_projection, *memory, state.cross_bias, group=group),
             )
-            for own, memory, (own_projection, cross_projection) in zip(
-                state.cache, state.cross, state.projections, strict=True
-            )
+            for own, memory, (own_projection, cross_projection) in layers
         ]
         with keras.StatelessScope(state_mapping=state.variables):
-            x, caches = self.decoder(ids, cache=caches, position=step)
+            x, written = self.decoder.step(ids, step, caches)
             logits = self.project(x, kernel=state.output_kernel)
-        cache = [LayerCache(own.key, own.value) for own, _ in caches]
+        cache = [LayerCache(own.key, own.value) for own in written]
         return logits, dataclasses.replace(state, cache=cache)
 
     def get_config(self):

@@ -4,19 +4,17 @@ import tensorflow as tf
 from tests.inference.decoding.teacher_forcing import assert_decodes_as_the_model
 from tf_transformer.config import get_preset
 from tf_transformer.inference.decoding.cached_decode import make_decode_fn
-from tf_transformer.layers.attention import MATMUL
+from tf_transformer.layers.attention import MatmulKernels
 from tf_transformer.layers.cache_layout import LayerCache
 from tf_transformer.model import Transformer
 
 pytestmark = pytest.mark.cost(40)  # seconds in make test (measured)
 
 
-class OneHotLayout:
+class OneHotLayout(MatmulKernels):
     """A third cache layout, written here only: heads merged `(rows, len, d_model)`, a position
     written by one-hot arithmetic (no scatter), read as `(.., heads, len, depth)` by the plain
     matmul kernels. Nothing else in the package knows it."""
-
-    kernels = MATMUL
 
     def __init__(self, num_heads, d_model):
         self.num_heads, self.d_model, self.depth = num_heads, d_model, d_model // num_heads

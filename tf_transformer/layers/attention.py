@@ -16,7 +16,7 @@ from tf_transformer.masks import mask_to_bias
 class MatmulKernels:
     """The products and length reductions of `scaled_dot_product_attention` for `(..., len,
     depth)` queries, keys and values (`tf.matmul`, reductions over the last axis). A cache layout
-    brings its own for the shapes it reads (`layers.kv_cache`)."""
+    is its own kernels, for the shapes it reads (`layers.cache_layout`)."""
 
     normalise_after = False  # True: divide the weighted values by `total`, not the weights
 
@@ -44,10 +44,10 @@ def scaled_dot_product_attention(
 
     Args:
       q, k, v: `(..., len_q, depth)`, `(..., len_k, depth)` and `(..., len_k, depth_v)`.
-      mask: optional float mask broadcastable to `(..., len_q, len_k)`; **1.0 = masked**.
+      mask, bias: optional float mask (**1.0 = masked**) and additive bias, broadcastable to
+        `(..., len_q, len_k)`.
       dropout: optional callable on the weights before they weight the values.
-      bias: optional additive bias (a mask already as `mask_to_bias`).
-      kernels: the products and reductions for the shapes of `q`, `k`, `v`.
+      kernels: the products and reductions for the shapes of `q`, `k`, `v` (a cache layout).
       scale: divide the logits by `sqrt(depth)`; False when `q` was scaled beforehand.
       return_weights: False: no weights (None), the softmax written out as `exp(logits - max)
         / sum` (oneDNN's `Softmax` is slow at one row), in float32 for half types.
@@ -79,16 +79,11 @@ def scaled_dot_product_attention(
 @dataclasses.dataclass(frozen=True)
 class AttentionCache:
     """What `MultiHeadAttention` attends over from one position per row (a dataclass: Keras
-    refuses call arguments that nest tensors with other values).
-
-    Attributes:
-      layout: the `CacheLayout`.
-      projection: `decoding_projection`'s: query, key and value (self-attention) or query.
-      key, value: the self-attention `LayerCache`'s, or the encoder output's.
-      bias: additive mask bias, broadcastable to the scores.
-      position: self-attention: the int32 position written first; None: cross-attention.
-      group: queries per key/value row (a sentence's rows over its encoder output).
-    """
+    refuses call arguments that nest tensors with other values): the `layout`; `projection`,
+    `decoding_projection`'s query, key and value (self-attention) or query; `key` and `value`,
+    the self-attention `LayerCache`'s or the encoder output's; `bias`, the additive mask; the
+    int32 `position` written first (self-attention; None: cross-attention); `group`, queries per
+    key/value row (a sentence's rows over its encoder output)."""
 
     layout: CacheLayout
     projection: tuple[tf.Tensor, tf.Tensor]
@@ -109,9 +104,8 @@ class MultiHeadAttention(tf.keras.layers.Layer):
       attention_dropout: dropout on the attention weights after the softmax (training only).
 
     Call arguments:
-      query: `(batch, len_q, d_model)`.
-      value: `(batch, len_v, d_model)`; also the key unless `key` is given.
-      key: optional `(batch, len_v, d_model)`.
+      query, value: `(batch, len_q, d_model)` and `(batch, len_v, d_model)`.
+      key: optional `(batch, len_v, d_model)`; by default `value`.
       attention_mask: optional float mask broadcastable to `(batch, num_heads, len_q, len_k)`,
         **1.0 = masked** (not `mask`: Keras takes a `mask` argument for an implicit Keras mask).
       training: attention dropout on when True.
@@ -121,12 +115,6 @@ class MultiHeadAttention(tf.keras.layers.Layer):
     Returns:
       `(output, weights)`: `(batch, len_q, d_model)` and `(batch, num_heads, len_q, len_k)`
       (before dropout: rows sum to 1); with `cache`, `(rows, d_model)` and the cache.
-
-    Example:
-      >>> mha = MultiHeadAttention(d_model=8, num_heads=2)
-      >>> out, w = mha(tf.ones((1, 3, 8)), tf.ones((1, 4, 8)))
-      >>> out.shape, w.shape
-      (TensorShape([1, 3, 8]), TensorShape([1, 2, 3, 4]))
     """
 
     def __init__(self, *, d_model: int, num_heads: int, attention_dropout: float = 0.0, **kwargs):
@@ -181,20 +169,19 @@ class MultiHeadAttention(tf.keras.layers.Layer):
             cache = dataclasses.replace(cache, key=keys, value=values)
         q, keys, values, bias = layout.read(q, keys, values, cache.bias, cache.group)
         attended, _ = scaled_dot_product_attention(
-            q, keys, values, bias=bias, kernels=layout.kernels, scale=False, return_weights=False
+            q, keys, values, bias=bias, kernels=layout, scale=False, return_weights=False
         )
         return tf.reshape(attended, (-1, self.d_model)), cache  # heads contiguous: no transpose
 
     def decoding_projection(self, layout, *names: str) -> tuple[tf.Tensor, tf.Tensor]:
         """`names` ("query", "key", "value") as one `(kernel, bias)` in the compute dtype, read
-        once per decoding call (the Keras weights keep their layout). The query is scaled by
-        `1 / sqrt(depth)` (the scores' scale moved onto it; bit-identical when `depth` is a power
-        of 4); `layout.arrange` orders query and key columns."""
+        once per decoding call, query and key columns in `layout.arrange`'s order; the query
+        scaled by `1 / sqrt(depth)` (the scores' scale; bit-identical for a `depth` power of 4)."""
         scale = {"query": 1.0 / math.sqrt(self.depth), "key": 1.0, "value": 1.0}
         dense = {"query": self.wq, "key": self.wk, "value": self.wv}
 
         def column(name, weight):
-            column = read_weight(getattr(dense[name], weight), self.compute_dtype) * scale[name]
+            column = tf.cast(getattr(dense[name], weight), self.compute_dtype) * scale[name]
             return column if name == "value" else layout.arrange(column)
 
         return tuple(
@@ -211,8 +198,3 @@ def dense(x, projection):
     """`x kernel + bias` for a 2-D `x`, `projection = (kernel, bias)` (MatMul + BiasAdd)."""
     kernel, bias = projection
     return tf.nn.bias_add(tf.matmul(x, kernel), bias)
-
-
-def read_weight(variable, dtype) -> tf.Tensor:
-    """The value of a (Keras) variable as a tensor of `dtype`."""
-    return tf.cast(tf.convert_to_tensor(variable), dtype)

@@ -1,13 +1,11 @@
-"""The decoding contract: how a cache layout stores, writes and reads keys and values.
-
-Every layout runs the same projections and `scaled_dot_product_attention`; it only decides where
-a position's key and value go and in which shapes they are read. `layers.kv_cache` holds "graph"
-and "xla"; a new layout is one class with these members, built as `Layout(num_heads, d_model)`
-(`tests/layers/test_cache_layout.py` writes one).
-"""
+"""The decoding contract: how a cache layout stores, writes and reads keys and values, and the
+state a decoding call carries. Every layout runs the same projections and attention; it decides
+where a position's key and value go and the shapes and kernels they are read with. A new layout
+is one class built as `Layout(num_heads, d_model)` (`layers.kv_cache`'s; a test writes one)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import NamedTuple, Protocol
 
 import tensorflow as tf
@@ -22,9 +20,9 @@ class LayerCache(NamedTuple):
 
 
 class CacheLayout(Protocol):
-    """How decoding stores the keys and values of the positions already decoded."""
-
-    kernels: object  # `attention.MatmulKernels`' methods, for `read`'s shapes
+    """How decoding stores the keys and values of the positions already decoded. It is also the
+    attention's kernels for `read`'s shapes: `scores`, `peak`, `total`, `weigh` and
+    `normalise_after`, as `attention.MatmulKernels` (which a layout may subclass)."""
 
     def arrange(self, columns: tf.Tensor) -> tf.Tensor:
         """Query and key projection columns `(..., d_model)` in the order `read` wants."""
@@ -41,9 +39,36 @@ class CacheLayout(Protocol):
         position `step` (an int32 scalar)."""
 
     def read(self, q, keys, values, bias, group) -> tuple[tf.Tensor, ...]:
-        """`(q, keys, values, bias)` in `kernels`' shapes, for `q` `(rows, d_model)` (scaled by
-        `1 / sqrt(depth)` already), each `group` consecutive rows sharing one key/value row."""
+        """`(q, keys, values, bias)` in the kernels' shapes, for `q` `(rows, d_model)` (scaled
+        by `1 / sqrt(depth)` already), each `group` consecutive rows sharing one key/value row."""
 
     def output_kernel(self, table: tf.Variable, dtype: tf.DType) -> tf.Tensor | None:
         """A tied output projection's `(d_model, vocab)` kernel, made once per call; None: the
         steps multiply by the embedding table transposed."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodingState:
+    """`Transformer.start_decoding`'s result; `Transformer.decode_step` returns it updated. A
+    search carries only `cache` from step to step (and reorders its rows with the hypotheses);
+    the rest is made once per call and closed over (`tf.function` captures it).
+
+    Attributes:
+      layout: the `CacheLayout` of the caches.
+      cache: per decoder layer, the self-attention `LayerCache`, one row per decoded sequence.
+      cross, cross_bias: per decoder layer, the encoder output's cross-attention `(key, value)`;
+        the source padding as an additive bias. One row per sentence, shared by its rows.
+      projections: per decoder layer, `MultiHeadAttention.decoding_projection` of `(self, cross)`.
+      self_bias: the look-ahead mask as a bias, row `t` for position `t`.
+      variables: `(variable, value)`: every weight read once, for `keras.StatelessScope`.
+      output_kernel: `CacheLayout.output_kernel`'s, or None.
+    """
+
+    layout: CacheLayout
+    cache: list[LayerCache]
+    cross: list[tuple[tf.Tensor, tf.Tensor]]
+    cross_bias: tf.Tensor
+    projections: list[tuple[tuple[tf.Tensor, tf.Tensor], tuple[tf.Tensor, tf.Tensor]]]
+    self_bias: tf.Tensor
+    variables: list[tuple[tf.Variable, tf.Tensor]]
+    output_kernel: tf.Tensor | None = None

@@ -16,20 +16,14 @@ class DecoderLayer(SublayerBlock):
     Call arguments:
       x: `(batch, tgt_len, d_model)`, or `(rows, d_model)` (one position per row) with `cache`.
       context: `(batch, src_len, d_model)` encoder output (unused with `cache`).
-      self_mask: `(batch, 1, tgt_len, tgt_len)` look-ahead + target padding, **1.0 = masked**.
-      cross_mask: `(batch, 1, 1, src_len)` source padding mask.
+      self_mask, cross_mask: look-ahead + target padding `(batch, 1, tgt_len, tgt_len)` and
+        source padding `(batch, 1, 1, src_len)`, **1.0 = masked**.
       training: dropout on when True.
       cache: `(self, cross)`, the two attentions' `AttentionCache`s.
 
     Returns:
       `(x, self_weights, cross_weights)`; with `cache`, `(x, self, cross)`: the caches, the
       self-attention one with this position written.
-
-    Example:
-      >>> layer = DecoderLayer(d_model=8, num_heads=2, dff=16)
-      >>> y, sw, cw = layer(tf.ones((1, 3, 8)), tf.ones((1, 4, 8)))
-      >>> y.shape, cw.shape
-      (TensorShape([1, 3, 8]), TensorShape([1, 2, 3, 4]))
     """
 
     blocks = 3
@@ -65,48 +59,31 @@ class DecoderLayer(SublayerBlock):
 @tf.keras.utils.register_keras_serializable(package="tf_transformer")
 class Decoder(Stack):
     """Positional embedding, dropout and `num_layers` DecoderLayers (plus a final norm in
-    pre-norm). Arguments as `Encoder`'s; `vocab_size` is the target vocabulary's.
-
-    Call arguments:
-      ids: `(batch, tgt_len)` decoder input ids (START first), or `(rows,)` with `cache`.
-      context, self_mask, cross_mask, training: as in DecoderLayer.
-      cache: one position: per layer, the `(self, cross)` `AttentionCache`s.
-      position: with `cache`, the position of `ids` (scalar int32, below `max_length`).
-
-    Returns:
-      `(x, attention)`: `(batch, tgt_len, d_model)` and lists `"self"` and `"cross"` of
-      per-layer weights; with `cache`, `(x, cache)`: `(rows, d_model)` and the caches.
-
-    Example:
-      >>> dec = Decoder(num_layers=1, d_model=8, num_heads=2, dff=16, vocab_size=50)
-      >>> y, attention = dec(tf.constant([[2, 7]]), tf.ones((1, 4, 8)))
-      >>> y.shape, attention["cross"][0].shape
-      (TensorShape([1, 2, 8]), TensorShape([1, 2, 2, 4]))
-    """
+    pre-norm). Arguments as `Encoder`'s; `vocab_size` is the target vocabulary's. Called on ids
+    `(batch, tgt_len)` (START first) and the rest as a DecoderLayer, it returns `(x, attention)`:
+    `(batch, tgt_len, d_model)` and lists `"self"` and `"cross"` of per-layer weights; `step`
+    decodes one position."""
 
     layer_class = DecoderLayer
     layers_attribute = "dec_layers"
 
-    def call(
-        self,
-        ids,
-        context=None,
-        *,
-        self_mask=None,
-        cross_mask=None,
-        training=None,
-        cache=None,
-        position=None,
-    ):
-        if cache is None:
-            x = self.embed(ids, training=training)
-        else:  # one position: no dropout, the sinusoid's row (the caller checked `position`)
-            x = self.embedding.scaled_embedding(ids) + self.embedding.position(position)
-        outputs = []  # per layer: the attention weights, or with `cache` the updated caches
-        masks = {"self_mask": self_mask, "cross_mask": cross_mask}
-        for layer, layer_cache in zip(self.stack, cache or [None] * len(self.stack)):
-            x, self_w, cross_w = layer(x, context, **masks, training=training, cache=layer_cache)
-            outputs.append((self_w, cross_w))
-        if cache is not None:
-            return self.finish(x), outputs
-        return self.finish(x), {"self": [w for w, _ in outputs], "cross": [w for _, w in outputs]}
+    def call(self, ids, context, *, self_mask=None, cross_mask=None, training=None):
+        x, weights = self.embed(ids, training=training), {"self": [], "cross": []}
+        for layer in self.stack:
+            x, self_w, cross_w = layer(
+                x, context, self_mask=self_mask, cross_mask=cross_mask, training=training
+            )
+            weights["self"].append(self_w)
+            weights["cross"].append(cross_w)
+        return self.finish(x), weights
+
+    def step(self, ids, position, caches):
+        """One position of int `ids` `(rows,)` at scalar `position` (below `max_length`, checked
+        by the caller), no dropout, each layer with its `(self, cross)` `AttentionCache`s.
+        Returns `(x, caches)`: `(rows, d_model)` and the self-attention caches, written."""
+        x = self.embedding.scaled_embedding(ids) + self.embedding.position(position)
+        written = []
+        for layer, cache in zip(self.stack, caches, strict=True):
+            x, own, _ = layer(x, cache=cache)
+            written.append(own)
+        return self.finish(x), written

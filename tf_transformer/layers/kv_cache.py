@@ -1,29 +1,32 @@
 """The key/value cache layouts of one-token decoding (`cache_layout.CacheLayout`): `GraphLayout`
-(the fastest in graph mode), `XlaLayout` (the fastest under XLA) and, for the LiteRT export's
-step, `layers.litert_layout.LiteRTLayout`. A search reorders their rows; none knows beams."""
+(the fastest in graph mode), `XlaLayout` (the fastest under XLA) and `LiteRTLayout` (the LiteRT
+export's step). A search reorders their rows; none knows beams."""
 
 from __future__ import annotations
 
 import functools
 
 import tensorflow as tf
+from tensorflow.compiler.tf2xla.python import xla  # XlaDynamicUpdateSlice (no public wrapper)
 
-from tf_transformer.layers.attention import MatmulKernels, read_weight
+from tf_transformer.layers.attention import MatmulKernels
 from tf_transformer.layers.cache_layout import LayerCache
 
 # XLA:CPU splits a reduction over an axis longer than this (TreeReductionRewriter's window).
 REDUCE_WINDOW = 32
 _maximum = functools.partial(functools.reduce, tf.maximum)  # of a list of tensors
+# `GraphLayout.write`'s strided-slice update: every axis whole but the position (masked), the
+# position one index (shrunk: `end` unread).
+_AT_POSITION = {"begin_mask": 0b10111, "end_mask": 0b10111, "shrink_axis_mask": 0b01000}
 
 
-class GraphLayout:
+class GraphLayout(MatmulKernels):
     """Per-head caches `(rows, 1, heads, len, depth)`, memory keys/values `(batch, 1, heads,
     src_len, depth)`, attention as `BatchMatMulV3` (oneDNN's `BatchMatMulV2` and `Softmax` cost
     ~40 µs each at one row: docs/benchmarks/decoding.md, "oneDNN at one-row sizes")."""
 
     def __init__(self, num_heads: int, d_model: int):
         self.num_heads, self.d_model, self.depth = num_heads, d_model, d_model // num_heads
-        self.kernels = BatchMatmulKernels()
 
     def arrange(self, columns):
         return columns
@@ -37,19 +40,11 @@ class GraphLayout:
         zeros = tf.zeros((batch, 1, self.num_heads, length, self.depth), dtype)
         return LayerCache(zeros, zeros)
 
-    def write(self, storage, x, step):
-        # In place (a scatter copies the cache): TensorFlow's strided-slice update, the other
-        # axes whole (masked), position `step` one index (shrunk: `end` unread).
-        begin = tf.cast(step, tf.int32) * [0, 0, 0, 1, 0]
+    def write(self, storage, x, step):  # in place (a scatter copies the cache)
+        at = tf.cast(step, tf.int32) * [0, 0, 0, 1, 0]
+        value = tf.reshape(x, (-1, 1, self.num_heads, self.depth))
         return tf.raw_ops.TensorStridedSliceUpdate(
-            input=storage,
-            begin=begin,
-            end=begin,
-            strides=[1] * 5,
-            value=tf.reshape(x, (-1, 1, self.num_heads, self.depth)),
-            begin_mask=0b10111,
-            end_mask=0b10111,
-            shrink_axis_mask=0b01000,
+            input=storage, begin=at, end=at, strides=[1] * 5, value=value, **_AT_POSITION
         )
 
     def read(self, q, keys, values, bias, group):  # the result's heads are contiguous
@@ -58,17 +53,32 @@ class GraphLayout:
     def output_kernel(self, table, dtype):
         return None
 
+    def scores(self, q, k):
+        return _batch_matmul(q, k, adj_y=True)
+
+    def weigh(self, weights, v):
+        return _batch_matmul(tf.cast(weights, v.dtype), v)
+
+
+class LiteRTLayout(GraphLayout):
+    """`GraphLayout`, a position written with XLA's dynamic update slice (LiteRT's builtin
+    DYNAMIC_UPDATE_SLICE; a scatter converts to arithmetic over the whole cache). TensorFlow runs
+    it only under XLA: the layout is for conversion (`backends.litert.export`)."""
+
+    def write(self, storage, x, step):
+        update = tf.reshape(x, (-1, 1, self.num_heads, 1, self.depth))
+        return xla.dynamic_update_slice(storage, update, tf.cast(step, tf.int32) * [0, 0, 0, 1, 0])
+
 
 class XlaLayout(GraphLayout):
     """Heads merged: self-attention cache `(rows, len, d_model)`, memory keys/values `(batch, 1,
-    src_len, d_model)`, attention as products and sums that XLA:CPU fuses into vectorized loops
-    (it runs each row and head's `(1, depth) x (depth, len)` product as its own small dot): query
-    and key columns depth-major (`arrange`), the heads as vector lanes, a length over 32 viewed as
-    two axes (`_length_dims`; docs/benchmarks/decoding.md, "The XLA step layout")."""
+    src_len, d_model)`. XLA:CPU runs each row and head's `(1, depth) x (depth, len)` product as
+    its own small dot, so the kernels are products and sums it fuses into vectorized loops: query
+    and key columns depth-major (`arrange`), heads last (the vector lanes), float32 for half
+    types, normalised after the weighted sum, a length over `REDUCE_WINDOW` as two axes
+    (`_length_dims`; docs/benchmarks/decoding.md, "The XLA step layout")."""
 
-    def __init__(self, num_heads: int, d_model: int):
-        super().__init__(num_heads, d_model)
-        self.kernels = ProductsAndSums()
+    normalise_after = True
 
     def arrange(self, columns):
         """Head-major columns `(..., heads * depth)` -> depth-major `(..., depth * heads)`."""
@@ -98,41 +108,19 @@ class XlaLayout(GraphLayout):
         return q, keys, values, tf.reshape(bias, (-1, 1, *dims, 1))
 
     def output_kernel(self, table, dtype):  # XLA:CPU's `transpose_b` at 4 rows: beam 4 1.24x
-        return tf.transpose(read_weight(table, dtype))
-
-
-class BatchMatmulKernels(MatmulKernels):
-    """`MatmulKernels` as `BatchMatMulV3` (see `GraphLayout`)."""
-
-    def scores(self, q, k):
-        return _batch_matmul(q, k, adj_y=True)
-
-    def weigh(self, weights, v):
-        return _batch_matmul(tf.cast(weights, v.dtype), v)
-
-
-class ProductsAndSums:
-    """`XlaLayout.read`'s kernels: products and sums over the length axes (one, or two of at most
-    `REDUCE_WINDOW`), heads last; float32 for half types; normalised after the weighted sum."""
-
-    normalise_after = True
+        return tf.transpose(tf.cast(table, dtype))
 
     def scores(self, q, k):
         dtype = tf.float32 if q.dtype in (tf.float16, tf.bfloat16) else q.dtype
         return tf.reduce_sum(tf.cast(q, dtype) * tf.cast(k, dtype), axis=-2)  # (.., len.., heads)
 
-    def peak(self, logits):
-        length_axes = len(logits.shape) - 3
-        peak = _over_length(logits, tf.reduce_max, _maximum, length_axes, axis=-2)  # (.., heads)
-        for _ in range(length_axes):
-            peak = peak[..., tf.newaxis, :]
-        return peak
+    def peak(self, logits):  # (.., 1.., heads)
+        return _over_length(logits, tf.reduce_max, _maximum, len(logits.shape) - 3, axis=-2)
 
-    def total(self, exp):
-        total = _over_length(exp, tf.reduce_sum, tf.add_n, len(exp.shape) - 3, axis=-2)
-        return total[..., tf.newaxis]  # (.., heads, 1)
+    def total(self, exp):  # (.., 1.., heads, 1)
+        return _over_length(exp, tf.reduce_sum, tf.add_n, len(exp.shape) - 3, axis=-2)[..., None]
 
-    def weigh(self, weights, v):
+    def weigh(self, weights, v):  # (.., 1.., heads, depth)
         products = weights[..., tf.newaxis] * tf.cast(v, weights.dtype)  # (.., len.., heads, d)
         return _over_length(products, tf.reduce_sum, tf.add_n, len(v.shape) - 4, axis=-3)
 
@@ -157,8 +145,10 @@ def _length_dims(x, axis: int) -> list:
 
 
 def _over_length(x, reduce, combine, length_axes: int, *, axis: int):
-    """`reduce` over the length axes (`axis`, and with two the one before) as XLA:CPU vectorizes
-    it: over the inner axis, then `combine` of the outer one's slices (a `reduce` over both is a
-    scalar loop)."""
-    x = reduce(x, axis=axis)
-    return combine(tf.unstack(x, axis=axis)) if length_axes == 2 else x
+    """`reduce` over the length axes (`axis`, and with two the one before), kept as size 1, as
+    XLA:CPU vectorizes it: over the inner axis, then `combine` of the outer one's slices (a
+    `reduce` over both is a scalar loop)."""
+    x = reduce(x, axis=axis, keepdims=True)
+    if length_axes == 2:
+        return combine(tf.split(x, x.shape[axis - 1], axis=axis - 1))
+    return x

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from tf_transformer.errors import InvalidValueError
 from tf_transformer.layers.attention import MultiHeadAttention
 from tf_transformer.layers.feed_forward import FeedForward
 from tf_transformer.layers.positional_encoding import PositionalEmbedding
@@ -218,6 +219,18 @@ class Stack(tf.keras.layers.Layer):
     def stack(self) -> list[SublayerBlock]:
         """The `num_layers` layers, first to last."""
         return getattr(self, self.layers_attribute)
+
+    def share_embedding(self, other: Stack) -> None:
+        """Embeds this stack's ids with `other`'s token embedding layer (before building): the
+        weights and checkpoints hold one matrix, under `other` (shared vocabularies only)."""
+        if other.vocab_size != self.vocab_size:
+            raise InvalidValueError(
+                f"share_embeddings needs one vocabulary: input_vocab_size ({other.vocab_size}) "
+                f"!= target_vocab_size ({self.vocab_size}). Train with a shared vocabulary "
+                "(shared_vocab, --shared-vocab)."
+            )
+        self.embedding._tracker.untrack(self.embedding.embedding)  # Keras 3 keeps it tracked
+        self.embedding.embedding = other.embedding.embedding
 
     def embed(self, ids, *, offset=0, training=None):
         """Scaled embeddings, word dropout, plus positions (from `offset`), then dropout."""

@@ -31,7 +31,7 @@ quantization (int8 weights, float activations).
     depth)``) before the next step.
 
 The step runs the decoder's own layers (`Transformer.decode_step`) through the ``litert`` cache
-layout (`layers.litert_layout.LiteRTLayout`): the cache is a fixed-size tensor written with
+layout (`layers.kv_cache.LiteRTLayout`): the cache is a fixed-size tensor written with
 DYNAMIC_UPDATE_SLICE, and the step returns only the new position, so a runtime keeps the caches
 in the interpreter's input buffers and writes one position per step (nothing the size of the
 cache crosses the interface).
@@ -55,7 +55,7 @@ from tf_transformer.backends.versions import check_version, write_version
 from tf_transformer.config import DecodeConfig
 from tf_transformer.errors import InvalidValueError
 from tf_transformer.layers.cache_layout import LayerCache
-from tf_transformer.layers.litert_layout import LiteRTLayout
+from tf_transformer.layers.kv_cache import LiteRTLayout
 from tf_transformer.text.special_tokens import END_ID, PAD_ID, START_ID, UNK_ID
 
 ENCODER_FILE = "encoder.tflite"
@@ -113,10 +113,14 @@ def step_function(model, cache_length: int):
             cache=[LayerCache(*pair) for pair in zip(caches[::2], caches[1::2])],
             cross=list(zip(memories[::2], memories[1::2])),
             cross_bias=cross_bias,
+            # The look-ahead rows cut to the positions given (tf.slice: a Python slice of a
+            # dynamic shape needs Flex ops).
+            self_bias=tf.slice(state.self_bias, [0, 0], [-1, tf.shape(caches[0])[3]]),
         )
         logits, state = model.decode_step(ids, step, state)
-        written = [layout.written(t, step) for pair in state.cache for t in pair]
-        return logits, tf.stack(written)  # one output: one read per step
+        # One output, position `step` of every cache as (rows, d_model): one read per step.
+        written = [tf.gather(t, step, axis=3) for pair in state.cache for t in pair]
+        return logits, tf.reshape(tf.stack(written), (len(written), -1, model.config.d_model))
 
     return step.get_concrete_function()
 

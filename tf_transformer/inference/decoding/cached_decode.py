@@ -19,8 +19,7 @@ from tf_transformer.inference.decoding.beam import beam_search
 from tf_transformer.inference.decoding.greedy import greedy_decode
 from tf_transformer.inference.decoding.search import DecodeOutput, LogitsFn, trim, write_column
 from tf_transformer.layers.cache_layout import LayerCache
-from tf_transformer.layers.kv_cache import GraphLayout, XlaLayout
-from tf_transformer.layers.litert_layout import LiteRTLayout
+from tf_transformer.layers.kv_cache import GraphLayout, LiteRTLayout, XlaLayout
 from tf_transformer.text.special_tokens import PAD_ID
 
 # XLA-compiled decoding pads the source to a multiple of this, bounding the compiled shapes.
