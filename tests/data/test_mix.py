@@ -30,15 +30,22 @@ def tagged(tag: str, size: int) -> list[tuple[str, str]]:
     return [(f"{tag} {i} pt", f"{tag} {i} en") for i in range(size)]
 
 
+def epoch_pairs(mix: Mix, seed: int) -> list[tuple[bytes, bytes]]:
+    """`mix.pairs(seed)`, every pair in order, read in batches (~1.4x faster than one by one)."""
+    batches = mix.pairs(seed).batch(1024).as_numpy_iterator()
+    return [pair for sources, targets in batches for pair in zip(sources, targets)]
+
+
 def test_weighted_mix_shares_within_two_percent(tmp_path):
     sizes, weights = {"a": 3000, "b": 1500, "c": 500}, (0.2, 0.3, 0.5)
     specs = [write_corpus(tmp_path / tag, tagged(tag, size)) for tag, size in sizes.items()]
     mix = Mix.load(DataConfig(dataset=specs, dataset_weights=weights))
     assert mix.names == ["a", "b", "c"] and mix.sizes == [3000, 1500, 500]
     counts = dict.fromkeys(sizes, 0)
-    for epoch in range(3):  # 15,000 draws
+    epochs = [epoch_pairs(mix, epoch) for epoch in range(3)]  # 15,000 draws
+    for epoch, pairs in enumerate(epochs):
         drawn = {tag: 0 for tag in sizes}
-        for source, target in mix.pairs(seed=epoch).as_numpy_iterator():
+        for source, target in pairs:
             tag = source.decode().split()[0]
             assert target.decode().split()[:2] == source.decode().split()[:2]
             drawn[tag] += 1
@@ -48,10 +55,11 @@ def test_weighted_mix_shares_within_two_percent(tmp_path):
     total = sum(counts.values())
     for tag, weight in zip(sizes, weights):
         assert abs(counts[tag] / total - weight) <= 0.02, counts
-    # The same seed draws the same pairs, another seed others.
-    first = list(mix.pairs(seed=7).take(50).as_numpy_iterator())
-    assert first == list(mix.pairs(seed=7).take(50).as_numpy_iterator())
-    assert first != list(mix.pairs(seed=8).take(50).as_numpy_iterator())
+    # The same seed draws the same pairs (a new pipeline of seed 0), another seed others. (Each
+    # pipeline costs ~1.3 s to start: the epochs above are the other reads.)
+    first = list(mix.pairs(seed=0).take(50).as_numpy_iterator())
+    assert first == epochs[0][:50]
+    assert first != epochs[1][:50]
 
 
 def test_one_corpus_epoch_holds_every_pair_once_each_epoch_in_its_own_order(tmp_path):
@@ -74,7 +82,7 @@ def test_each_epoch_draws_its_own_mix(tmp_path):
     mix = Mix.load(config)
     drawn = []
     for seed in range(4):
-        pairs = [source.decode() for source, _ in mix.pairs(seed).as_numpy_iterator()]
+        pairs = [source.decode() for source, _ in epoch_pairs(mix, seed)]
         assert len(pairs) == 11000
         counts = collections.Counter(source.split()[0] for source in pairs)
         assert dict(counts) == mix.shares(seed)  # what is logged is what was drawn
