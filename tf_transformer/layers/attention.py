@@ -115,6 +115,11 @@ class MultiHeadAttention(tf.keras.layers.Layer):
     Returns:
       `(output, weights)`: `(batch, len_q, d_model)` and `(batch, num_heads, len_q, len_k)`
       (before dropout: rows sum to 1); with `cache`, `(rows, d_model)` and the cache.
+
+    Example:
+      >>> mha = MultiHeadAttention(d_model=8, num_heads=2)
+      >>> [t.shape for t in mha(tf.ones((1, 3, 8)), tf.ones((1, 4, 8)))]
+      [TensorShape([1, 3, 8]), TensorShape([1, 2, 3, 4])]
     """
 
     def __init__(self, *, d_model: int, num_heads: int, attention_dropout: float = 0.0, **kwargs):

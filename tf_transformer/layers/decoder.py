@@ -24,6 +24,11 @@ class DecoderLayer(SublayerBlock):
     Returns:
       `(x, self_weights, cross_weights)`; with `cache`, `(x, self, cross)`: the caches, the
       self-attention one with this position written.
+
+    Example:
+      >>> layer = DecoderLayer(d_model=8, num_heads=2, dff=16)
+      >>> [t.shape for t in layer(tf.ones((1, 3, 8)), tf.ones((1, 4, 8)))]
+      [TensorShape([1, 3, 8]), TensorShape([1, 2, 3, 3]), TensorShape([1, 2, 3, 4])]
     """
 
     blocks = 3
@@ -59,10 +64,22 @@ class DecoderLayer(SublayerBlock):
 @tf.keras.utils.register_keras_serializable(package="tf_transformer")
 class Decoder(Stack):
     """Positional embedding, dropout and `num_layers` DecoderLayers (plus a final norm in
-    pre-norm). Arguments as `Encoder`'s; `vocab_size` is the target vocabulary's. Called on ids
-    `(batch, tgt_len)` (START first) and the rest as a DecoderLayer, it returns `(x, attention)`:
-    `(batch, tgt_len, d_model)` and lists `"self"` and `"cross"` of per-layer weights; `step`
-    decodes one position."""
+    pre-norm). Arguments as `Encoder`'s; `vocab_size` is the target vocabulary's. `step` decodes
+    one position.
+
+    Call arguments:
+      ids: `(batch, tgt_len)` decoder input ids (START first).
+      context, self_mask, cross_mask, training: as in DecoderLayer.
+
+    Returns:
+      `(x, attention)`: `(batch, tgt_len, d_model)` and per-layer weights, `"self"`, `"cross"`.
+
+    Example:
+      >>> dec = Decoder(num_layers=1, d_model=8, num_heads=2, dff=16, vocab_size=50)
+      >>> y, attention = dec(tf.constant([[2, 7]]), tf.ones((1, 4, 8)))
+      >>> y.shape, attention["cross"][0].shape
+      (TensorShape([1, 2, 8]), TensorShape([1, 2, 2, 4]))
+    """
 
     layer_class = DecoderLayer
     layers_attribute = "dec_layers"
