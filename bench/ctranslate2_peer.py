@@ -40,6 +40,7 @@ import tensorflow as tf
 from json_figures import add_json_flags, write_json
 
 from tf_transformer.backends.ctranslate2.export import export_ctranslate2
+from tf_transformer.backends.litert.layout import LiteRTLayout
 from tf_transformer.backends.savedmodel.export import ExportModule
 from tf_transformer.config import DecodeConfig, get_preset
 from tf_transformer.hardware.cpu import describe_cpu
@@ -178,7 +179,8 @@ def main() -> None:
                     }
                 )
         for beam in args.beams:
-            engines = engines_for(model, tokenizers, n, beam, saved, ct2, args.step_layout)
+            layout = {"litert": LiteRTLayout}.get(args.step_layout, args.step_layout)
+            engines = engines_for(model, tokenizers, n, beam, saved, ct2, layout)
             for name, run in engines.items():  # trace, compile, warm up
                 generated = {run(source) for source in sources}
                 assert generated == {n}, (name, n, beam, generated)

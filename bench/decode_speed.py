@@ -50,10 +50,14 @@ import numpy as np
 import tensorflow as tf
 from json_figures import add_json_flags, write_json
 
+from tf_transformer.backends.litert.layout import LiteRTLayout
 from tf_transformer.config import get_preset
 from tf_transformer.hardware.cpu import describe_cpu
 from tf_transformer.inference.decoding.cached_decode import make_decode_fn
 from tf_transformer.model import Transformer
+
+# `--step-layout`'s names: make_decode_fn's "xla", and the LiteRT export's layout class.
+STEP_LAYOUTS = {"xla": "xla", "litert": LiteRTLayout}
 
 
 def timed(fn, src) -> float:
@@ -111,11 +115,11 @@ def beam_vs_greedy(model, greedy, n: int, jit: bool, sources, args, record=None)
     return ratio
 
 
-def step_layout(jit: bool, args) -> str | None:
+def step_layout(jit: bool, args) -> str | type | None:
     """The step layout of our decoder: `--step-layout` under XLA ("xla" for "both")."""
     if not jit or args.step_layout is None:
         return None  # make_decode_fn's default: "xla" under XLA, "graph" otherwise
-    return "xla" if args.step_layout == "both" else args.step_layout
+    return STEP_LAYOUTS["xla" if args.step_layout == "both" else args.step_layout]
 
 
 def compare_step_layouts(model, sources, args) -> dict[str, float]:
@@ -132,7 +136,7 @@ def compare_step_layouts(model, sources, args) -> dict[str, float]:
                     beam_size=beam,
                     length_penalty=0.6,
                     jit_compile=True,
-                    step_layout=layout,
+                    step_layout=STEP_LAYOUTS[layout],
                 )
                 for layout in ("litert", "xla")
             ]

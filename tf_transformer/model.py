@@ -80,9 +80,8 @@ class Transformer(tf.keras.Model):
         return self.call_with_attention(inputs, training=training)[0]
 
     def call_with_attention(self, inputs, training=False):
-        """`(logits, attention)`: lists of per-layer maps under `"encoder_self"` `(batch, heads,
-        src_len, src_len)`, `"decoder_self"` `(.., tgt_len, tgt_len)`, `"cross"` `(.., tgt_len,
-        src_len)`."""
+        """`(logits, attention)`: per-layer maps `"encoder_self"` `(batch, heads, src_len,
+        src_len)`, `"decoder_self"` `(.., tgt_len, tgt_len)`, `"cross"` `(.., tgt_len, src_len)`."""
         x, attention = self.decoder_states(inputs, training=training)
         return self.project(x), attention
 
@@ -119,9 +118,8 @@ class Transformer(tf.keras.Model):
 
     def start_decoding(self, context, padding_mask, cache_length, layout=None) -> DecodingState:
         """What a decoding call prepares once: empty caches of `cache_length` positions for
-        `encode`'s sentences (a search may tile the rows), every layer's cross-attention keys and
-        values (one matmul), and every weight read once (`decode_step` runs the layers in a
-        `keras.StatelessScope` over them). `layout`: a `CacheLayout`, by default `GraphLayout`."""
+        `encode`'s sentences, every layer's cross-attention keys and values (one matmul), and
+        each weight read once. `layout`: a `CacheLayout`, by default `GraphLayout`."""
         layout = layout or GraphLayout(self.config.num_heads, self.config.d_model)
         batch, dtype, stack = tf.shape(context)[0], self.compute_dtype, self.decoder.stack
         kv = [layer.cross_attention.decoding_projection(layout, "key", "value") for layer in stack]
@@ -149,11 +147,10 @@ class Transformer(tf.keras.Model):
         )
 
     def decode_step(self, ids, step, state: DecodingState):
-        """One position: the decoder's own layers on int `ids` `(rows,)`, the tokens at `step`
-        (a scalar below the cache length), with `state`'s caches. `rows` is a multiple of the
-        sentences, sentence-major: a sentence's consecutive rows share its cross-attention.
-        Returns `(logits, state)`: float32 `(rows, target_vocab_size)` for position `step + 1`,
-        and the state with `step` written into its cache."""
+        """One position: the decoder's own layers on the int `ids` `(rows,)` at `step` (a scalar
+        below the cache length); a sentence's consecutive rows share its cross-attention. Returns
+        `(logits, state)`: float32 `(rows, target_vocab_size)` for position `step + 1`, and
+        `state` with `step` written into its cache."""
         layout, rows = state.layout, tf.size(ids)
         bias = tf.gather(state.self_bias, step)
         group = rows // tf.shape(state.cross_bias)[0]  # rows per sentence

@@ -81,9 +81,8 @@ class AttentionCache:
     """What `MultiHeadAttention` attends over from one position per row (a dataclass: Keras
     refuses call arguments that nest tensors with other values): the `layout`; `projection`,
     `decoding_projection`'s query, key and value (self-attention) or query; `key` and `value`,
-    the self-attention `LayerCache`'s or the encoder output's; `bias`, the additive mask; the
-    int32 `position` written first (self-attention; None: cross-attention); `group`, queries per
-    key/value row (a sentence's rows over its encoder output)."""
+    the self-attention `LayerCache`'s or the encoder output's; the additive `bias`; the int32
+    `position` written first (None: cross-attention); `group`, queries per key/value row."""
 
     layout: CacheLayout
     projection: tuple[tf.Tensor, tf.Tensor]

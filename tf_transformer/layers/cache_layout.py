@@ -1,7 +1,6 @@
-"""The decoding contract: how a cache layout stores, writes and reads keys and values, and the
-state a decoding call carries. Every layout runs the same projections and attention; it decides
-where a position's key and value go and the shapes and kernels they are read with. A new layout
-is one class built as `Layout(num_heads, d_model)` (`layers.kv_cache`'s; a test writes one)."""
+"""The decoding contract: how a cache layout stores, writes and reads keys and values (the same
+projections and attention for all: a layout decides where a position goes and the shapes and
+kernels it is read with; one class built as `Layout(num_heads, d_model)`), and the state."""
 
 from __future__ import annotations
 
@@ -20,9 +19,8 @@ class LayerCache(NamedTuple):
 
 
 class CacheLayout(Protocol):
-    """How decoding stores the keys and values of the positions already decoded. It is also the
-    attention's kernels for `read`'s shapes: `scores`, `peak`, `total`, `weigh` and
-    `normalise_after`, as `attention.MatmulKernels` (which a layout may subclass)."""
+    """How decoding stores the keys and values of the positions decoded; also the attention's
+    kernels for `read`'s shapes, as `attention.MatmulKernels` (which a layout may subclass)."""
 
     def arrange(self, columns: tf.Tensor) -> tf.Tensor:
         """Query and key projection columns `(..., d_model)` in the order `read` wants."""
@@ -54,8 +52,7 @@ class DecodingState:
     the rest is made once per call and closed over (`tf.function` captures it).
 
     Attributes:
-      layout: the `CacheLayout` of the caches.
-      cache: per decoder layer, the self-attention `LayerCache`, one row per decoded sequence.
+      layout, cache: the `CacheLayout`; per decoder layer, the self-attention `LayerCache`.
       cross, cross_bias: per decoder layer, the encoder output's cross-attention `(key, value)`;
         the source padding as an additive bias. One row per sentence, shared by its rows.
       projections: per decoder layer, `MultiHeadAttention.decoding_projection` of `(self, cross)`.

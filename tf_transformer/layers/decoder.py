@@ -95,9 +95,8 @@ class Decoder(Stack):
         return self.finish(x), weights
 
     def step(self, ids, position, caches):
-        """One position of int `ids` `(rows,)` at scalar `position` (below `max_length`, checked
-        by the caller), no dropout, each layer with its `(self, cross)` `AttentionCache`s.
-        Returns `(x, caches)`: `(rows, d_model)` and the self-attention caches, written."""
+        """One position (no dropout): int `ids` `(rows,)` at `position`, each layer's `(self,
+        cross)` `AttentionCache`s -> `(rows, d_model)` and the self-attention caches, written."""
         x = self.embedding.scaled_embedding(ids) + self.embedding.position(position)
         written = []
         for layer, cache in zip(self.stack, caches, strict=True):

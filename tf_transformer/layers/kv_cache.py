@@ -1,13 +1,11 @@
-"""The key/value cache layouts of one-token decoding (`cache_layout.CacheLayout`): `GraphLayout`
-(the fastest in graph mode), `XlaLayout` (the fastest under XLA) and `LiteRTLayout` (the LiteRT
-export's step). A search reorders their rows; none knows beams."""
+"""The cache layouts of one-token decoding (`cache_layout.CacheLayout`), the fastest in graph mode
+and under XLA (`backends.litert.layout`: LiteRT's). A search reorders their rows."""
 
 from __future__ import annotations
 
 import functools
 
 import tensorflow as tf
-from tensorflow.compiler.tf2xla.python import xla  # XlaDynamicUpdateSlice (no public wrapper)
 
 from tf_transformer.layers.attention import MatmulKernels
 from tf_transformer.layers.cache_layout import LayerCache
@@ -15,8 +13,7 @@ from tf_transformer.layers.cache_layout import LayerCache
 # XLA:CPU splits a reduction over an axis longer than this (TreeReductionRewriter's window).
 REDUCE_WINDOW = 32
 _maximum = functools.partial(functools.reduce, tf.maximum)  # of a list of tensors
-# `GraphLayout.write`'s strided-slice update: every axis whole but the position (masked), the
-# position one index (shrunk: `end` unread).
+# `GraphLayout.write`'s strided-slice update: the position one index (shrunk), the rest whole.
 _AT_POSITION = {"begin_mask": 0b10111, "end_mask": 0b10111, "shrink_axis_mask": 0b01000}
 
 
@@ -58,16 +55,6 @@ class GraphLayout(MatmulKernels):
 
     def weigh(self, weights, v):
         return _batch_matmul(tf.cast(weights, v.dtype), v)
-
-
-class LiteRTLayout(GraphLayout):
-    """`GraphLayout`, a position written with XLA's dynamic update slice (LiteRT's builtin
-    DYNAMIC_UPDATE_SLICE; a scatter converts to arithmetic over the whole cache). TensorFlow runs
-    it only under XLA: the layout is for conversion (`backends.litert.export`)."""
-
-    def write(self, storage, x, step):
-        update = tf.reshape(x, (-1, 1, self.num_heads, 1, self.depth))
-        return xla.dynamic_update_slice(storage, update, tf.cast(step, tf.int32) * [0, 0, 0, 1, 0])
 
 
 class XlaLayout(GraphLayout):

@@ -10,6 +10,7 @@ from tests.inference.decoding.teacher_forcing import (
     assert_greedy_choices_are_the_models,
     assert_scored_as_the_model,
 )
+from tf_transformer.backends.litert.layout import LiteRTLayout
 from tf_transformer.config import get_preset
 from tf_transformer.inference.decoding.cached_decode import (
     make_decode_fn,
@@ -200,10 +201,11 @@ def test_max_new_tokens_beyond_the_positional_table_is_refused(model):
 
 
 # XLA picks the "xla" step layout (heads merged, attention as products and sums); 40 positions
-# make it split the cache length into two axes. "litert" (per-head caches) runs under XLA too.
+# make it split the cache length into two axes. The LiteRT layout (per-head caches) runs under
+# XLA too.
 @pytest.mark.parametrize(
     "beam_size, max_new_tokens, step_layout",
-    [(1, 6, None), (3, 6, None), (1, 40, None), (4, 40, None), (3, 6, "litert")],
+    [(1, 6, None), (3, 6, None), (1, 40, None), (4, 40, None), (3, 6, LiteRTLayout)],
 )
 def test_xla_decoding_chooses_and_scores_as_the_full_model(
     model, beam_size, max_new_tokens, step_layout

@@ -31,7 +31,7 @@ quantization (int8 weights, float activations).
     depth)``) before the next step.
 
 The step runs the decoder's own layers (`Transformer.decode_step`) through the ``litert`` cache
-layout (`layers.kv_cache.LiteRTLayout`): the cache is a fixed-size tensor written with
+layout (`backends.litert.layout`): the cache is a fixed-size tensor written with
 DYNAMIC_UPDATE_SLICE, and the step returns only the new position, so a runtime keeps the caches
 in the interpreter's input buffers and writes one position per step (nothing the size of the
 cache crosses the interface).
@@ -50,12 +50,12 @@ from pathlib import Path
 import tensorflow as tf
 
 from tf_transformer.backends.export_files import file_entries, write_metadata, write_tokenizers
+from tf_transformer.backends.litert.layout import LiteRTLayout
 from tf_transformer.backends.litert.runtime import METADATA_FILE
 from tf_transformer.backends.versions import check_version, write_version
 from tf_transformer.config import DecodeConfig
 from tf_transformer.errors import InvalidValueError
 from tf_transformer.layers.cache_layout import LayerCache
-from tf_transformer.layers.kv_cache import LiteRTLayout
 from tf_transformer.text.special_tokens import END_ID, PAD_ID, START_ID, UNK_ID
 
 ENCODER_FILE = "encoder.tflite"

@@ -19,14 +19,14 @@ from tf_transformer.inference.decoding.beam import beam_search
 from tf_transformer.inference.decoding.greedy import greedy_decode
 from tf_transformer.inference.decoding.search import DecodeOutput, LogitsFn, trim, write_column
 from tf_transformer.layers.cache_layout import LayerCache
-from tf_transformer.layers.kv_cache import GraphLayout, LiteRTLayout, XlaLayout
+from tf_transformer.layers.kv_cache import GraphLayout, XlaLayout
 from tf_transformer.text.special_tokens import PAD_ID
 
 # XLA-compiled decoding pads the source to a multiple of this, bounding the compiled shapes.
 SRC_LENGTH_BUCKET = 16
 # The step layouts by name: "graph" runs in graph mode only (XLA compiles its in-place write at
-# constant positions only); "litert" is its storage written as XLA and LiteRT can.
-LAYOUTS = {"graph": GraphLayout, "xla": XlaLayout, "litert": LiteRTLayout}
+# constant positions only). A `CacheLayout` class is taken too (`backends.litert.layout`'s).
+LAYOUTS = {"graph": GraphLayout, "xla": XlaLayout}
 
 
 def pad_to_multiple(ids: tf.Tensor, multiple: int, limit: int | None = None) -> tf.Tensor:
@@ -49,7 +49,7 @@ def model_logits_fn(
       src: int `(batch, src_len)` source ids, PAD = 0.
       max_new_tokens: decoder positions the fixed-size self-attention cache holds.
       layout: the step's cache layout: "graph" (per-head caches, batched matmuls), "xla" (heads
-        merged, attention as products and sums), "litert" (`LAYOUTS`), or a `CacheLayout` class,
+        merged, attention as products and sums), or a `CacheLayout` class (the LiteRT export's),
         built as `layout(num_heads, d_model)`.
 
     Returns:
@@ -129,7 +129,8 @@ def make_decode_fn(
     if jit_compile and not recompute and step_layout in ("graph", GraphLayout):
         raise InvalidValueError(
             "step_layout 'graph' runs without XLA only (XLA compiles its in-place write at "
-            "constant positions): under jit_compile use 'xla', or 'litert' for its shapes."
+            "constant positions): under jit_compile use 'xla', or its storage as LiteRT writes it "
+            "(backends.litert.layout.LiteRTLayout)."
         )
 
     def decode(src):

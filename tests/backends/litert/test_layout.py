@@ -4,7 +4,7 @@ runs its dynamic update slice; tests/backends/litert/test_litert.py checks the c
 import pytest
 
 from tests.layers.test_cache_layout import assert_decodes_as_recompute
-from tf_transformer.layers.kv_cache import LiteRTLayout
+from tf_transformer.backends.litert.layout import LiteRTLayout
 
 pytestmark = pytest.mark.cost(40)  # seconds in make test (measured)
 
