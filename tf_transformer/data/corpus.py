@@ -79,30 +79,41 @@ class FileCorpus:
         gzip = tf.constant(["GZIP" if p.suffix == ".gz" else "" for p in paths])
         return tf.data.TextLineDataset(path, compression_type=tf.gather(gzip, shard))
 
-    def _byte_lines(self, paths, side: int, shard, start, end) -> tf.data.Dataset:
-        """The lines of a plain shard file between two byte offsets at line starts, as vectors:
-        read in blocks of `BLOCK_BYTES` (`tf.data.FixedLengthRecordDataset` from the offset),
-        each block's last part carried over to the next."""
+    def _byte_lines(self, paths, side: int, shard, ranges) -> tf.data.Dataset:
+        """The lines of a plain shard file between pairs of byte offsets at line starts, range
+        after range, as vectors: read in blocks of `BLOCK_BYTES`
+        (`tf.data.FixedLengthRecordDataset` from the offset), each block's last part carried
+        over to the next (a range ends at a line start, so nothing is carried across ranges)."""
         path = tf.gather(tf.constant([str(p) for p in paths]), shard)
         sizes = tf.constant([marks[side][-1] for marks in self.files.marks], tf.int64)
         size = tf.gather(sizes, shard)
-        length = end - start
-        full = length // BLOCK_BYTES
-        rest = length - full * BLOCK_BYTES
-        blocks = tf.data.FixedLengthRecordDataset(
-            path, BLOCK_BYTES, header_bytes=start, footer_bytes=size - start - full * BLOCK_BYTES
-        )
-        last = start + full * BLOCK_BYTES  # nothing left when `rest` is 0: no record
-        tail = tf.data.FixedLengthRecordDataset(
-            path, tf.maximum(rest, 1), header_bytes=last, footer_bytes=size - end
-        )
+        blocks = None
+        for start, end in ranges:
+            length = end - start
+            full = length // BLOCK_BYTES
+            rest = length - full * BLOCK_BYTES
+            last = start + full * BLOCK_BYTES  # nothing left when `rest` is 0: no record
+            footer = size - start - full * BLOCK_BYTES
+            more = tf.data.FixedLengthRecordDataset(
+                path, BLOCK_BYTES, header_bytes=start, footer_bytes=footer
+            ).concatenate(
+                tf.data.FixedLengthRecordDataset(
+                    path, tf.maximum(rest, 1), header_bytes=last, footer_bytes=size - end
+                )
+            )
+            blocks = more if blocks is None else blocks.concatenate(more)
 
         def split(carry, block):
-            parts = tf.strings.split(tf.strings.join([carry, block]), "\n")
+            # The op under `tf.strings.split`, without the ragged tensor that it builds around
+            # the parts of one string: the same parts, a third of the tracing.
+            joined = tf.reshape(tf.strings.join([carry, block]), [1])
+            parts = tf.raw_ops.StringSplitV2(input=joined, sep="\n").values
             return parts[-1], tf.strings.regex_replace(parts[:-1], "\r$", "")
 
-        # Blocks of lines: what is done to lines is done a block at a time.
-        return blocks.concatenate(tail).scan(tf.constant(""), _graph(split))
+        # Blocks of lines: what is done to lines is done a block at a time. One scan for all
+        # the ranges: each traced function costs its tracing, and its instantiation when the
+        # pipeline runs.
+        return blocks.scan(tf.constant(""), _graph(split))
 
     def _as_pairs(self, sources: tf.data.Dataset, targets: tf.data.Dataset | None, *, blocks: bool):
         """`(source, target)` pairs from the two sides' lines (`blocks`: vectors of lines), or
@@ -133,8 +144,8 @@ class FileCorpus:
 
         def lines(paths, side):
             at = tf.constant(marks[side], tf.int64)
-            head = self._byte_lines(paths, side, shard, at[turn], at[last])
-            return head.concatenate(self._byte_lines(paths, side, shard, at[first], at[turn]))
+            ranges = ((at[turn], at[last]), (at[first], at[turn]))
+            return self._byte_lines(paths, side, shard, ranges)
 
         files = self.files
         return self._as_pairs(
