@@ -280,6 +280,8 @@ def main() -> None:
     )
     started = time.perf_counter()
     results: dict[float, dict] = {}
+    if args.tmp:
+        Path(args.tmp).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="data_scale_", dir=args.tmp) as tmp:
         for size in args.sizes:
             pairs = round(size * 1_000_000)

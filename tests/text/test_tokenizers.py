@@ -366,3 +366,42 @@ def test_vocab_min_count_reaches_the_learner_and_bounds_a_small_corpus_vocabular
     assert sizes[10] < sizes[2] < 4000, sizes
     with pytest.raises(ValueError, match="vocab_min_count must be positive"):
         TrainConfig(vocab_min_count=0)
+
+
+def test_vocab_max_words_reaches_the_learner_and_leaves_out_the_rarer_words(tmp_path):
+    # 400 sample pairs: learnt from the 60 most frequent target words only (every piece kept,
+    # vocab_min_count 1), the vocabulary is less than half the size learnt from all of them.
+    from tf_transformer.config import DataConfig, TrainConfig
+    from tf_transformer.data.sample import sample_pairs
+    from tf_transformer.run_dir import RunDir
+    from tf_transformer.training.start.inputs import prepare_tokenizers
+
+    pairs = _dataset(sample_pairs("train")[:400])
+    vocabs = {}
+    for words in (TrainConfig().vocab_max_words, 60):
+        config = TrainConfig(vocab_size=4000, vocab_min_count=1, vocab_max_words=words)
+        tokenizers = prepare_tokenizers(
+            RunDir(tmp_path), pairs, DataConfig("sample"), config, reuse=False, save=False
+        )
+        vocabs[words] = {token.decode() for token in tokenizers.target.vocab.numpy()}
+    whole, top = vocabs[TrainConfig().vocab_max_words], vocabs[60]
+    assert len(top) < len(whole) / 2, (len(top), len(whole))
+    with pytest.raises(ValueError, match="vocab_max_words must be positive"):
+        TrainConfig(vocab_max_words=0)
+
+
+def test_a_source_vocabulary_learnt_in_a_second_process_is_the_one_learnt_here(monkeypatch, capfd):
+    # From PARALLEL_WORDS distinct words on, the source's WordPiece is learnt in a spawned
+    # process while the target's is learnt here: lowered to 1, this small corpus takes that path.
+    from tf_transformer.data.sample import sample_pairs
+    from tf_transformer.text import vocab
+
+    pairs = _dataset(sample_pairs("train")[:300])
+    here = build_tokenizers(pairs, vocab_size=500, learn_params=FAST_LEARN, progress=True)
+    assert "second process" not in capfd.readouterr().err
+    monkeypatch.setattr(vocab, "PARALLEL_WORDS", 1)
+    there = build_tokenizers(pairs, vocab_size=500, learn_params=FAST_LEARN, progress=True)
+    assert "words (in a second process)" in capfd.readouterr().err
+    for role in ("source", "target"):
+        tokens = [getattr(t, role).vocab.numpy().tolist() for t in (here, there)]
+        assert tokens[0] == tokens[1] and len(tokens[0]) > 100

@@ -67,6 +67,13 @@ class TrainConfig(_DictConfig):
         positive=True,
         metavar="N",
     )
+    vocab_max_words: int = setting(
+        50_000,
+        "Learn each WordPiece vocabulary from the sample's N most frequent words (rarer ones are "
+        "left out: learning time grows with the words, and the rarest barely move a vocabulary).",
+        positive=True,
+        metavar="N",
+    )
     shared_vocab: bool = setting(
         False, "One vocabulary of vocab_size tokens, learnt from both languages, for both."
     )

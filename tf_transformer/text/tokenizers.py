@@ -21,7 +21,6 @@ writes them ("new.", "don't", "(yes)"; see `tf_transformer.text.detokenize`).
 from __future__ import annotations
 
 import contextlib
-import functools
 import tempfile
 from pathlib import Path
 
@@ -39,6 +38,7 @@ from tf_transformer.text.special_tokens import (  # noqa: F401  (part of this mo
 from tf_transformer.text.truecase import FirstWordTruecaser, learn_first_words
 from tf_transformer.text.vocab import (
     learn_vocab,
+    learn_vocabs,
     normalize,
     write_vocab,
 )
@@ -185,15 +185,9 @@ def build_tokenizers(
         The tokenizers, ready to use or to `Tokenizers.save`.
     """
     vocab_dir = Path(vocab_dir or tempfile.mkdtemp(prefix="tf_transformer_vocab_"))
-    learn = functools.partial(
-        learn_vocab,
-        vocab_size=vocab_size,
-        reserved_tokens=reserved_tokens,
-        batch_size=batch_size,
-        learn_params=learn_params,
-        progress=progress,
-        sample_size=sample_size,
-    )
+    roles = [("source", source_lang), ("target", target_lang)]
+    learning = {"reserved_tokens": reserved_tokens, "batch_size": batch_size}
+    learning.update(learn_params=learn_params, progress=progress)
     lower = (lower_case or lower_case_source, lower_case)  # (source, target)
     first_words = None
     if truecase_target and not lower_case:
@@ -209,18 +203,19 @@ def build_tokenizers(
     texts = [sources, targets.map(graph(lambda target: normalize(target, lower[1])))]
     if shared_vocab:  # word counts of both languages, one vocabulary for both roles
         both = None if sample_size is None else 2 * sample_size
-        shared = learn(
-            texts[0].concatenate(texts[1]), description="shared vocabulary", sample_size=both
+        both_texts = texts[0].concatenate(texts[1])
+        shared = learn_vocab(
+            both_texts, vocab_size, description="shared vocabulary", sample_size=both, **learning
         )
         vocabs = [shared] * 2
-    else:
-        vocabs = [
-            learn(side, description=f"{role} vocabulary ({lang})")
-            for side, role, lang in zip(texts, ("source", "target"), (source_lang, target_lang))
-        ]
+    else:  # a large source vocabulary is learnt in a second process while the target's is here
+        descriptions = [f"{role} vocabulary ({lang})" for role, lang in roles]
+        vocabs = learn_vocabs(
+            list(zip(texts, descriptions)), vocab_size, sample_size=sample_size, **learning
+        )
     paths = {
         role: write_vocab(vocab, vocab_dir / f"{role}.{lang}.vocab")
-        for role, lang, vocab in zip(("source", "target"), (source_lang, target_lang), vocabs)
+        for (role, lang), vocab in zip(roles, vocabs)
     }
     return Tokenizers(
         paths["source"],

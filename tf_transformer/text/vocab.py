@@ -5,7 +5,9 @@ writing it."""
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import functools
+import multiprocessing
 from pathlib import Path
 
 import tensorflow as tf
@@ -17,6 +19,9 @@ from tf_transformer.text.special_tokens import RESERVED_TOKENS
 
 # Arguments shared by vocabulary learning and the tokenizer, so both split words the same way.
 BERT_TOKENIZER_PARAMS = {"lower_case": False, "normalization_form": "NFC"}
+# From this many distinct words on, `learn_vocabs` learns a vocabulary in a second process
+# (~25 s of learning against ~5 s to start a process that imports TensorFlow).
+PARALLEL_WORDS = 20_000
 
 
 def normalize(strings: tf.Tensor, lower_case: bool | tf.Tensor = True) -> tf.Tensor:
@@ -53,7 +58,8 @@ def learn_vocab(
         batch_size: strings per batch while counting words.
         learn_params: extra arguments of ``wordpiece_tokenizer_learner_lib.learn``, e.g.
             ``{"num_iterations": 1}`` to learn faster (each iteration is one full pass over the
-            word counts, binary-searching the frequency threshold that hits `vocab_size`).
+            word counts, binary-searching the frequency threshold that hits `vocab_size`), or
+            ``{"max_input_tokens": N}``: only the N most frequent words.
         lower_case: lower-case the text first (as a tokenizer with ``lower_case=True`` does);
             else the vocabulary keeps case ("Tom" and "tom" are different tokens).
         progress: a progress bar (tqdm) over the counted batches, then the learning step.
@@ -64,6 +70,79 @@ def learn_vocab(
     Returns:
         The vocabulary, reserved tokens first.
     """
+    return learn_vocabs(
+        [(texts, description)],
+        vocab_size,
+        reserved_tokens=reserved_tokens,
+        batch_size=batch_size,
+        learn_params=learn_params,
+        lower_case=lower_case,
+        progress=progress,
+        sample_size=sample_size,
+    )[0]
+
+
+def learn_vocabs(
+    texts: list[tuple[tf.data.Dataset, str]],
+    vocab_size: int = 8000,
+    *,
+    reserved_tokens=RESERVED_TOKENS,
+    batch_size: int = 1000,
+    learn_params: dict | None = None,
+    lower_case: bool = False,
+    progress: bool = False,
+    sample_size: int | None = None,
+) -> list[list[str]]:
+    """`learn_vocab` for each `(texts, description)`, in order. WordPiece learning is
+    single-threaded Python (~100 s for 50,000 words), so a vocabulary of `PARALLEL_WORDS` words
+    or more, but the last, is learnt in a second process while the next one is counted and
+    learnt here."""
+    learn = functools.partial(
+        learner.learn, vocab_size=vocab_size, reserved_tokens=list(reserved_tokens)
+    )
+    learn = functools.partial(learn, **(learn_params or {}))
+    options = {"batch_size": batch_size, "lower_case": lower_case, "sample_size": sample_size}
+    vocabs, waiting = [], []
+    with contextlib.ExitStack() as stack:
+        for index, (text, description) in enumerate(texts):
+            bar = stack.enter_context(_bar(text, description, progress, **options))
+            counts = _counted_words(text, bar, **options)
+            learning = f"{description}: learning WordPiece from {len(counts):,} words"
+            bar.set_description(learning)
+            if len(counts) >= PARALLEL_WORDS and index < len(texts) - 1:
+                context = multiprocessing.get_context("spawn")  # TensorFlow's threads: no fork
+                pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=context)
+                stack.enter_context(pool)
+                bar.set_description(f"{learning} (in a second process)")
+                waiting.append((len(vocabs), bar, pool.submit(learn, counts)))
+                vocabs.append(None)
+                continue
+            vocabs.append(_refreshing(bar, functools.partial(learn, counts), progress))
+            bar.update()
+        for index, bar, future in waiting:
+            vocabs[index] = _refreshing(bar, future.result, progress)
+            bar.update()
+    return vocabs
+
+
+def _bar(text, description, progress, *, batch_size, sample_size, lower_case):
+    """The progress bar of one vocabulary: its batches counted, then one step for learning."""
+    total, counting = int(text.cardinality()), "counting words"
+    if total >= 0:
+        total = -(-total // batch_size)
+    if sample_size is not None:
+        total = -(-sample_size // batch_size)
+        counting = f"drawing about {sample_size:,} sentences, counting words"
+    return tqdm(
+        total=total + 1 if total >= 0 else None,
+        desc=f"{description}: {counting}",
+        unit="batch",
+        disable=not progress,
+    )
+
+
+def _counted_words(texts, bar, *, batch_size, lower_case, sample_size):
+    """`(word, count)` of `texts` as the tokenizer splits them, `bar` advanced per batch."""
     batches = texts.batch(batch_size)
     # Graph code: AutoGraph would only re-read it (and tensorflow_text) when a map is traced.
     if lower_case:
@@ -73,38 +152,23 @@ def learn_vocab(
             bert_tokenizer.BasicTokenizer(**BERT_TOKENIZER_PARAMS).tokenize
         )
     )
-    total = int(words.cardinality())
-    counting = "counting words"
-    if sample_size is not None:
-        total = -(-sample_size // batch_size)
-        counting = f"drawing about {sample_size:,} sentences, counting words"
-    with tqdm(
-        total=total + 1 if total >= 0 else None,
-        desc=f"{description}: {counting}",
-        unit="batch",
-        disable=not progress,
-    ) as bar:
 
-        def counted():
-            for batch in words.prefetch(tf.data.AUTOTUNE):
-                yield batch
-                bar.update()
+    def counted():
+        for batch in words.prefetch(tf.data.AUTOTUNE):
+            yield batch
+            bar.update()
 
-        counts = learner.count_words(counted())
-        if sample_size is not None:  # the sample's size was about `sample_size`: now it is known
-            bar.total = bar.n + 1
-        bar.set_description(f"{description}: learning WordPiece from {len(counts):,} words")
-        learn = functools.partial(
-            learner.learn, counts, vocab_size, list(reserved_tokens), **(learn_params or {})
-        )
-        vocab = _refreshing(bar, learn) if progress else learn()
-        bar.update()
-    return vocab
+    counts = learner.count_words(counted())
+    if sample_size is not None:  # the sample's size was about `sample_size`: now it is known
+        bar.total = bar.n + 1
+    return counts
 
 
-def _refreshing(bar, work):
+def _refreshing(bar, work, progress: bool = True):
     """Runs `work()` in a thread, redrawing `bar` every second so its clock shows it is alive
     (WordPiece learning is one call of minutes on ~80k pairs); returns what `work` returns."""
+    if not progress:
+        return work()
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         future = pool.submit(work)
         while True:

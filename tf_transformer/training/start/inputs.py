@@ -147,7 +147,10 @@ def prepare_tokenizers(
         sample,
         sample_size=sample_size,
         vocab_size=train_config.vocab_size,
-        learn_params={"lower_thresh": train_config.vocab_min_count},
+        learn_params={
+            "lower_thresh": train_config.vocab_min_count,
+            "max_input_tokens": train_config.vocab_max_words,
+        },
         source_lang=data.source_lang,
         target_lang=data.target_lang,
         lower_case_source=train_config.lower_case_source,
