@@ -69,8 +69,9 @@ class TrainConfig(_DictConfig):
     )
     vocab_max_words: int = setting(
         50_000,
-        "Learn each WordPiece vocabulary from the sample's N most frequent words (rarer ones are "
-        "left out: learning time grows with the words, and the rarest barely move a vocabulary).",
+        "Learn each WordPiece vocabulary from the N most frequent words of its sample (a shared "
+        "vocabulary: of both languages); rarer ones are left out: learning time grows faster "
+        "than the words, and the rarest barely move a vocabulary.",
         positive=True,
         metavar="N",
     )
