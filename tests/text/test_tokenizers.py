@@ -405,3 +405,27 @@ def test_a_source_vocabulary_learnt_in_a_second_process_is_the_one_learnt_here(m
     for role in ("source", "target"):
         tokens = [getattr(t, role).vocab.numpy().tolist() for t in (here, there)]
         assert tokens[0] == tokens[1] and len(tokens[0]) > 100
+
+
+def test_a_shared_vocabulary_learns_from_vocab_max_words_of_each_language(tmp_path):
+    # The shared vocabulary counts both languages' words: it is learnt from 2N of them.
+    from tf_transformer.config import DataConfig, TrainConfig
+    from tf_transformer.data.sample import sample_pairs
+    from tf_transformer.run_dir import RunDir
+    from tf_transformer.training.start.inputs import prepare_tokenizers
+
+    pairs = _dataset(sample_pairs("train")[:400])
+    config = TrainConfig(vocab_size=4000, vocab_min_count=1, vocab_max_words=40, shared_vocab=True)
+    tokenizers = prepare_tokenizers(
+        RunDir(tmp_path), pairs, DataConfig("sample"), config, reuse=False, save=False
+    )
+    vocabs = {}
+    for words in (40, 80):
+        learnt = build_tokenizers(
+            pairs,
+            vocab_size=4000,
+            shared_vocab=True,
+            learn_params={"lower_thresh": 1, "max_input_tokens": words},
+        )
+        vocabs[words] = learnt.source.vocab.numpy().tolist()
+    assert tokenizers.source.vocab.numpy().tolist() == vocabs[80] != vocabs[40]

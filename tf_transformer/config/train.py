@@ -68,9 +68,9 @@ class TrainConfig(_DictConfig):
         metavar="N",
     )
     vocab_max_words: int = setting(
-        50_000,
-        "Learn each WordPiece vocabulary from the N most frequent words of its sample (a shared "
-        "vocabulary: of both languages); rarer ones are left out: learning time grows faster "
+        40_000,
+        "Learn WordPiece from the N most frequent words of each language's sample (a shared "
+        "vocabulary from the 2N of both); rarer ones are left out: learning time grows faster "
         "than the words, and the rarest barely move a vocabulary.",
         positive=True,
         metavar="N",

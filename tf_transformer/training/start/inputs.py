@@ -143,13 +143,14 @@ def prepare_tokenizers(
         sample_size = sum(pairs.sample_sizes(train_config.vocab_sample))
     else:
         sample, sample_size = pairs.take(train_config.vocab_sample), None
+    languages = 2 if train_config.shared_vocab else 1  # a shared vocabulary: N words of each
     tokenizers = build_tokenizers(
         sample,
         sample_size=sample_size,
         vocab_size=train_config.vocab_size,
         learn_params={
             "lower_thresh": train_config.vocab_min_count,
-            "max_input_tokens": train_config.vocab_max_words,
+            "max_input_tokens": train_config.vocab_max_words * languages,
         },
         source_lang=data.source_lang,
         target_lang=data.target_lang,
