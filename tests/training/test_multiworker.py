@@ -252,6 +252,7 @@ def test_killed_worker_stops_the_job_and_resume_continues(tmp_path, corpus):
     run_dir = tmp_path / "run"
     cli = ["-m", "tf_transformer.cli", "train", "--dataset", str(corpus), *CLI_FLAGS]
     cli += ["--run-dir", str(run_dir), "--strategy", "multiworker", "--checkpoint-every", "2"]
+    cli += ["--heartbeat-timeout", "10"]  # the kill is found by the heartbeats: TensorFlow's 10 s
     chief, other = _start_workers([*cli, "--max-steps", "1000"], tmp_path)
     state = run_dir / "checkpoints" / "checkpoint"
     deadline = time.monotonic() + WORKER_TIMEOUT

@@ -129,6 +129,13 @@ class TrainConfig(_DictConfig):
         "tf.distribute strategy.",
         choices=("default", "mirrored", "multiworker"),
     )
+    heartbeat_timeout: int = setting(
+        60,
+        "multiworker: seconds without a worker's heartbeats before the job stops (TensorFlow's "
+        "own 10 lost busy workers on 2 cores; a killed one is often found sooner).",
+        positive=True,
+        metavar="SECONDS",
+    )
     eval_every: int | None = setting(
         None,
         "Every N steps, translate the dev subset greedily: BLEU, chrF and sample translations "

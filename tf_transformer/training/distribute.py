@@ -25,11 +25,14 @@ import json
 import os
 
 import tensorflow as tf
+from tensorflow.compiler.xla.tsl.protobuf import coordination_config_pb2
+from tensorflow.python.distribute import multi_worker_util
+from tensorflow.python.eager import context  # the coordination service's settings: no public API
 
 from tf_transformer.errors import InvalidValueError
 
 
-def get_strategy(name: str = "default") -> tf.distribute.Strategy:
+def get_strategy(name: str = "default", *, heartbeat_timeout: int = 60) -> tf.distribute.Strategy:
     """The strategy named by `TrainConfig.strategy`.
 
     Args:
@@ -38,9 +41,11 @@ def get_strategy(name: str = "default") -> tf.distribute.Strategy:
         cluster read from the `TF_CONFIG` environment variable; one process per machine).
 
     With "multiworker", a worker that dies (killed, out of memory, its machine lost) stops
-    sending heartbeats to the coordination service, which runs in the chief: within about ten
-    seconds the collectives of the other workers fail with `tf.errors.UnavailableError` (the
-    training loop reports it as `WorkerLostError`) instead of waiting for ever.
+    sending heartbeats to the coordination service, which runs in the chief: within
+    `heartbeat_timeout` seconds (`TrainConfig.heartbeat_timeout`; sooner when its connections
+    are refused; TensorFlow's own 10 s lost busy workers on 2 cores) the collectives of the
+    other workers fail with `tf.errors.UnavailableError` (the training loop reports it as
+    `WorkerLostError`) instead of waiting for ever.
 
     Raises:
       ValueError: an unknown name, or "multiworker" without a valid TF_CONFIG.
@@ -53,7 +58,19 @@ def get_strategy(name: str = "default") -> tf.distribute.Strategy:
             devices = [d.name for d in tf.config.list_logical_devices("CPU")]
         return tf.distribute.MirroredStrategy(devices=devices)
     if name == "multiworker":
-        cluster_and_task()  # refuses a missing or malformed TF_CONFIG in one line
+        cluster, _ = cluster_and_task()  # refuses a missing or malformed TF_CONFIG in one line
+        if context.context().coordination_service is None:  # as the strategy would, but patient
+            jobs = [
+                coordination_config_pb2.CoordinatedJob(name=job, num_tasks=len(cluster[job]))
+                for job in ("chief", "worker")
+                if job in cluster
+            ]
+            context.context().configure_coordination_service(
+                service_type="standalone",
+                service_leader=multi_worker_util.coordination_leader(tf.train.ClusterSpec(cluster)),
+                coordinated_jobs=jobs,
+                heartbeat_timeout_in_ms=heartbeat_timeout * 1000,
+            )
         return tf.distribute.MultiWorkerMirroredStrategy()
     raise InvalidValueError(f"Unknown strategy {name!r}; choose default, mirrored or multiworker.")
 

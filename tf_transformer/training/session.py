@@ -124,7 +124,10 @@ class Session:
         resolved `mixed_precision`: build the model and optimizer from it.
         """
         started = time.monotonic()
-        workers = workers or Workers(strategy or get_strategy(train_config.strategy))
+        workers = workers or Workers(
+            strategy
+            or get_strategy(train_config.strategy, heartbeat_timeout=train_config.heartbeat_timeout)
+        )
         precision = run_precision(run, train_config.mixed_precision)
         train_config = train_config.replace(mixed_precision=precision.value)
         if workers.chief:

@@ -108,7 +108,10 @@ def run(
     # A multi-worker strategy configures its collectives when it is made, before TensorFlow
     # runs anything (so before the data loads). Whether this process is the chief (it alone
     # writes the run directory, and holds its lock) is decided here, once, for the whole call.
-    workers = Workers(strategy or get_strategy(train_config.strategy))
+    workers = Workers(
+        strategy
+        or get_strategy(train_config.strategy, heartbeat_timeout=train_config.heartbeat_timeout)
+    )
     with RunLock(run.root) if workers.chief else contextlib.nullcontext():
         return _train_run(
             run,
