@@ -131,8 +131,9 @@ class TrainConfig(_DictConfig):
     )
     heartbeat_timeout: int = setting(
         60,
-        "multiworker: seconds without a worker's heartbeats before the job stops (TensorFlow's "
-        "own 10 lost busy workers on 2 cores; a killed one is often found sooner).",
+        "multiworker: seconds without a worker's heartbeats before the job stops (with "
+        "TensorFlow's own 10, a CI run on 2 cores lost a live worker; a killed one is often "
+        "found sooner).",
         positive=True,
         metavar="SECONDS",
     )

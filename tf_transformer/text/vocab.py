@@ -97,16 +97,13 @@ def learn_vocabs(
     single-threaded Python (~100 s for 50,000 words), so a vocabulary of `PARALLEL_WORDS` words
     or more, but the last, is learnt in a second process while the next one is counted and
     learnt here."""
-    learn = functools.partial(
-        learner.learn, vocab_size=vocab_size, reserved_tokens=list(reserved_tokens)
-    )
-    learn = functools.partial(learn, **(learn_params or {}))
-    options = {"batch_size": batch_size, "lower_case": lower_case, "sample_size": sample_size}
+    params = {"vocab_size": vocab_size, "reserved_tokens": list(reserved_tokens)}
+    learn = functools.partial(learner.learn, **params, **(learn_params or {}))
     vocabs, waiting = [], []
     with contextlib.ExitStack() as stack:
         for index, (text, description) in enumerate(texts):
-            bar = stack.enter_context(_bar(text, description, progress, **options))
-            counts = _counted_words(text, bar, **options)
+            bar = stack.enter_context(_bar(text, description, progress, batch_size, sample_size))
+            counts = _counted_words(text, bar, batch_size, lower_case, sample_size)
             learning = f"{description}: learning WordPiece from {len(counts):,} words"
             bar.set_description(learning)
             if len(counts) >= PARALLEL_WORDS and index < len(texts) - 1:
@@ -125,7 +122,7 @@ def learn_vocabs(
     return vocabs
 
 
-def _bar(text, description, progress, *, batch_size, sample_size, lower_case):
+def _bar(text, description, progress, batch_size, sample_size):
     """The progress bar of one vocabulary: its batches counted, then one step for learning."""
     total, counting = int(text.cardinality()), "counting words"
     if total >= 0:
@@ -141,7 +138,7 @@ def _bar(text, description, progress, *, batch_size, sample_size, lower_case):
     )
 
 
-def _counted_words(texts, bar, *, batch_size, lower_case, sample_size):
+def _counted_words(texts, bar, batch_size, lower_case, sample_size):
     """`(word, count)` of `texts` as the tokenizer splits them, `bar` advanced per batch."""
     batches = texts.batch(batch_size)
     # Graph code: AutoGraph would only re-read it (and tensorflow_text) when a map is traced.

@@ -32,6 +32,11 @@ from tensorflow.python.eager import context  # the coordination service's settin
 from tf_transformer.errors import InvalidValueError
 
 
+def strategy_for(train_config) -> tf.distribute.Strategy:
+    """`get_strategy` with a `TrainConfig`'s `strategy` and `heartbeat_timeout`."""
+    return get_strategy(train_config.strategy, heartbeat_timeout=train_config.heartbeat_timeout)
+
+
 def get_strategy(name: str = "default", *, heartbeat_timeout: int = 60) -> tf.distribute.Strategy:
     """The strategy named by `TrainConfig.strategy`.
 
@@ -43,9 +48,9 @@ def get_strategy(name: str = "default", *, heartbeat_timeout: int = 60) -> tf.di
     With "multiworker", a worker that dies (killed, out of memory, its machine lost) stops
     sending heartbeats to the coordination service, which runs in the chief: within
     `heartbeat_timeout` seconds (`TrainConfig.heartbeat_timeout`; sooner when its connections
-    are refused; TensorFlow's own 10 s lost busy workers on 2 cores) the collectives of the
-    other workers fail with `tf.errors.UnavailableError` (the training loop reports it as
-    `WorkerLostError`) instead of waiting for ever.
+    are refused; with TensorFlow's own 10 s a CI run on 2 cores lost a live worker) the
+    collectives of the other workers fail with `tf.errors.UnavailableError` (the training loop
+    reports it as `WorkerLostError`) instead of waiting for ever.
 
     Raises:
       ValueError: an unknown name, or "multiworker" without a valid TF_CONFIG.

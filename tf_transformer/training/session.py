@@ -16,7 +16,7 @@ from tf_transformer.config import ModelConfig, TrainConfig
 from tf_transformer.errors import InvalidValueError, TransformerError
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training.checkpoints import make_checkpoint_manager
-from tf_transformer.training.distribute import Workers, describe_lost_worker, get_strategy
+from tf_transformer.training.distribute import Workers, describe_lost_worker, strategy_for
 from tf_transformer.training.logs import file_writer
 from tf_transformer.training.policies.assembly import PolicyInputs, TrainingPolicies
 from tf_transformer.training.policies.progress import Progress
@@ -124,10 +124,7 @@ class Session:
         resolved `mixed_precision`: build the model and optimizer from it.
         """
         started = time.monotonic()
-        workers = workers or Workers(
-            strategy
-            or get_strategy(train_config.strategy, heartbeat_timeout=train_config.heartbeat_timeout)
-        )
+        workers = workers or Workers(strategy or strategy_for(train_config))
         precision = run_precision(run, train_config.mixed_precision)
         train_config = train_config.replace(mixed_precision=precision.value)
         if workers.chief:

@@ -18,7 +18,7 @@ from tf_transformer.config import DataConfig, ModelConfig, TrainConfig
 from tf_transformer.data.dev_sets import load_dev_sets
 from tf_transformer.data.mix import Mix
 from tf_transformer.run_dir import RunDir
-from tf_transformer.training.distribute import Workers, get_strategy
+from tf_transformer.training.distribute import Workers, strategy_for
 from tf_transformer.training.loop import TrainResult, train
 from tf_transformer.training.start.inputs import (
     MixLog,
@@ -108,10 +108,7 @@ def run(
     # A multi-worker strategy configures its collectives when it is made, before TensorFlow
     # runs anything (so before the data loads). Whether this process is the chief (it alone
     # writes the run directory, and holds its lock) is decided here, once, for the whole call.
-    workers = Workers(
-        strategy
-        or get_strategy(train_config.strategy, heartbeat_timeout=train_config.heartbeat_timeout)
-    )
+    workers = Workers(strategy or strategy_for(train_config))
     with RunLock(run.root) if workers.chief else contextlib.nullcontext():
         return _train_run(
             run,
