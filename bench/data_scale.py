@@ -6,9 +6,10 @@ Run from the repository root (10 million pairs are 1.7 GB of text in TMPDIR or -
     .venv/bin/python bench/data_scale.py --sizes 0.1 1 4 10 --reuse-tokenizers   # ~6 minutes
     .venv/bin/python bench/data_scale.py --sizes 0.1 1 --json data_scale.json
 
-The tokenizer build dominates: on a 2-core AMD EPYC it took 147 s at 0.1 million pairs and
-691 s at 1 million (every size from 1 million on draws a sample of about a million pairs), so
-the default run takes most of an hour; with `--reuse-tokenizers` the four sizes took 6 minutes.
+The tokenizer build dominates: on a 2-core AMD EPYC with AVX-512 it took 94 s at 1 million
+pairs and 97 s at 10 million (every size from 1 million on draws a sample of about a million
+pairs, from 10 million in random runs of lines), so the default run takes about 10 minutes of
+builds; with `--reuse-tokenizers` the four sizes took 6 minutes.
 
 For each size (in millions of pairs) it writes a synthetic pt-en corpus directory,
 `train.pt`/`train.en` and `dev.pt`/`dev.en` (1,000 pairs), in a temporary folder that is deleted

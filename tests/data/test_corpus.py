@@ -157,3 +157,24 @@ def test_a_bad_shard_is_named_with_its_line_before_any_pair_is_read(tmp_path, ch
         _write(tmp_path / "train.04.pt", ["só"])
     with pytest.raises(DataFormatError, match=message):
         load_corpus(tmp_path, "train")
+
+
+@pytest.mark.parametrize("layout", ["one file", "plain shards", "plain tsv shards"])
+def test_runs_are_whole_runs_of_lines_at_random_marks_in_file_order(tmp_path, layout):
+    from_files = write_shards(tmp_path, PAIRS, layout=layout)
+    corpus = pieces_of(tmp_path, piece_lines=15)  # marks every 5 lines of each shard
+    cuts = [0, len(PAIRS)] if layout == "one file" else [0, 100, 101, 180, len(PAIRS)]
+    runs = [
+        frozenset(range(first, min(first + 5, end)))
+        for start, end in itertools.pairwise(cuts)
+        for first in range(start, end, 5)
+    ]
+    pairs, count = corpus.runs(42, seed=0)
+    sample = _listed(pairs)
+    assert len(sample) == count and set(sample) <= set(from_files)  # aligned, as the files hold
+    numbers = [int(source.split()[1]) for source, _ in sample]
+    assert numbers == sorted(numbers)  # file order
+    chosen = [run for run in runs if run & set(numbers)]
+    assert len(chosen) == 9 and set(numbers) == frozenset.union(*chosen)  # ceil(42 / 5) whole runs
+    assert _listed(corpus.runs(42, seed=0)[0]) == sample
+    assert _listed(corpus.runs(42, seed=1)[0]) != sample

@@ -11,6 +11,7 @@ import pytest
 from tests.training.test_logs import read_scalars
 from tf_transformer import cli
 from tf_transformer.config import DataConfig, TrainConfig
+from tf_transformer.data import mix as mix_module
 from tf_transformer.data.mix import Mix
 from tf_transformer.data.sample import sample_pairs
 from tf_transformer.run_dir import RunDir
@@ -219,3 +220,20 @@ def test_a_mix_without_any_dev_split_says_to_name_one(tmp_path, capsys):
              "--dataset", write_corpus(tmp_path / "q", tagged("q", 20))]  # fmt: skip
     assert cli.main(["train", *flags, "--run-dir", str(tmp_path / "run"), "--quiet"]) == 2
     assert "--dev-set" in _one_error(capsys)
+
+
+def test_a_large_corpus_gives_the_vocabulary_sample_from_random_runs(tmp_path, monkeypatch):
+    # A share of RUNS_FROM pairs or more from a larger plain corpus reads only enough runs of
+    # 1,000 lines to hold it (here 2 of 3), then draws the share from them.
+    monkeypatch.setattr(mix_module, "RUNS_FROM", 1000)
+    specs = [write_corpus(tmp_path / "a", tagged("a", 3000)),
+             write_corpus(tmp_path / "b", tagged("b", 300))]  # fmt: skip
+    mix = Mix.load(DataConfig(dataset=specs))
+    assert mix.sample_sizes(1500) == [1364, 136]
+    sample = [source.decode() for source, _ in mix.sample(1500, seed=0).as_numpy_iterator()]
+    a_numbers = [int(source.split()[1]) for source in sample if source.startswith("a")]
+    assert len({number // 1000 for number in a_numbers}) == 2
+    assert abs(len(a_numbers) - 1364) <= 3 * 1364**0.5 and len(set(a_numbers)) == len(a_numbers)
+    b_numbers = [int(source.split()[1]) for source in sample if source.startswith("b")]
+    assert abs(len(b_numbers) - 136) <= 3 * 136**0.5 and max(b_numbers) > 200  # all of b read
+    assert sample == [s.decode() for s, _ in mix.sample(1500, seed=0).as_numpy_iterator()]
