@@ -113,6 +113,31 @@ def test_a_plain_corpus_is_read_in_pieces_from_anywhere_in_its_files(tmp_path, l
     assert numbers != sorted(numbers)
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_two_workers_split_a_pass_by_piece_each_pair_once(tmp_path, layout):
+    write_shards(tmp_path, PAIRS, layout=layout)
+    corpus = pieces_of(tmp_path, piece_lines=15)  # plain: 16-18 pieces; with gzip: 4 shards
+    parts = [_listed(corpus.shuffled([2, 0], shuffle_buffer=32, shard=(i, 2))) for i in (0, 1)]
+    assert collections.Counter(parts[0] + parts[1]) == collections.Counter(PAIRS)
+    assert 0.2 < len(parts[0]) / len(PAIRS) < 0.8  # both read a part, neither the whole
+    if layout == "one file":  # pieces of 15 lines: worker i reads pieces i, i + 2, ...
+        for index, part in enumerate(parts):
+            pieces = {int(source.split()[1]) // 15 % 2 for source, _ in part}
+            assert pieces == {index}
+    one = _listed(corpus.shuffled([2, 0], shuffle_buffer=32))
+    # By piece where there are pieces enough (a single gzip file is one: by line).
+    assert (parts[0] == one[0::2]) == (corpus.piece_count() < 2)
+
+
+def test_fewer_pieces_than_workers_are_split_by_line(tmp_path):
+    write_shards(tmp_path, PAIRS, layout="one gzip file")  # one piece
+    corpus = pieces_of(tmp_path, piece_lines=15)
+    assert corpus.piece_count() == 1
+    one = _listed(corpus.shuffled([2, 0], shuffle_buffer=32))
+    parts = [_listed(corpus.shuffled([2, 0], shuffle_buffer=32, shard=(i, 3))) for i in range(3)]
+    assert parts == [one[0::3], one[1::3], one[2::3]]
+
+
 def test_a_window_shuffle_keeps_each_pair_in_its_window():
     pairs = tf.data.Dataset.range(100).map(
         lambda i: (tf.strings.as_string(i), tf.strings.as_string(i))

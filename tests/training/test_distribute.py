@@ -11,10 +11,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.data.test_corpus import PAIRS, pieces_of, write_shards
 from tests.training.test_loop import MODEL, TRAIN, copy_task
+from tf_transformer.config import DataConfig
+from tf_transformer.data.mix import Mix
 from tf_transformer.training.distribute import (
     describe_lost_worker,
     get_strategy,
+    input_shard,
     is_chief,
     replica_batches,
 )
@@ -23,7 +27,7 @@ from tf_transformer.training.step.mixed_precision import policy_name
 from tf_transformer.training.step.schedule import make_optimizer
 from tf_transformer.training.step.train_step import TrainStep
 
-pytestmark = pytest.mark.cost(50)  # seconds in make test (measured)
+pytestmark = pytest.mark.cost(56)  # seconds in make test (measured)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -214,3 +218,51 @@ def test_mixed_precision_train_step_gives_a_finite_loss(precision):
     # float16 may skip a step while the loss scale settles; bfloat16 always updates.
     if precision == "bfloat16":
         assert not np.array_equal(before, after)
+
+
+def _listed(pairs: tf.data.Dataset) -> list[tuple[str, str]]:
+    return [(s.decode(), t.decode()) for s, t in pairs.as_numpy_iterator()]
+
+
+def _worker_pairs(mix: Mix, seed: int, workers: int = 2) -> list[list[tuple[str, str]]]:
+    """Each input pipeline's pairs of epoch `seed`, as `distribute_datasets_from_function`
+    would give each worker its `InputContext`."""
+    contexts = [
+        tf.distribute.InputContext(num_input_pipelines=workers, input_pipeline_id=index)
+        for index in range(workers)
+    ]
+    return [_listed(mix.pairs(seed, shard=input_shard(context))) for context in contexts]
+
+
+@pytest.mark.parametrize("piece_lines", [15, 1000])  # 16 pieces; one piece (split by line)
+def test_two_input_pipelines_read_every_pair_of_an_epoch_once(tmp_path, piece_lines):
+    write_shards(tmp_path, PAIRS, layout="one file")
+    mix = Mix(["one"], [pieces_of(tmp_path, piece_lines)], [1.0], shuffle_buffer=32)
+    for seed in (0, 1):
+        first, second = _worker_pairs(mix, seed)
+        assert not set(first) & set(second)
+        assert sorted(first + second) == sorted(PAIRS)  # every pair once
+        assert abs(len(first) - len(second)) <= (15 if piece_lines == 15 else 1)
+    assert input_shard(None) == (0, 1)
+    # The part is this worker's already: a strategy must not shard it again.
+    policy = mix.pairs(0, shard=(1, 2)).options().experimental_distribute.auto_shard_policy
+    assert policy == tf.data.experimental.AutoShardPolicy.OFF
+    assert _listed(mix.pairs(0, shard=(0, 1))) == _listed(mix.pairs(0))  # one worker: as before
+
+
+def test_two_input_pipelines_draw_a_mix_s_shares_together(tmp_path):
+    specs = []
+    for tag, size in (("a", 120), ("b", 60)):
+        (tmp_path / tag).mkdir()
+        (tmp_path / tag / "train.tsv").write_text(
+            "".join(f"{tag} {i} pt\t{tag} {i} en\n" for i in range(size))
+        )
+        specs.append(str(tmp_path / tag))
+    mix = Mix.load(DataConfig(dataset=tuple(specs), dataset_weights=(0.5, 0.5)))
+    parts = _worker_pairs(mix, 3)
+    drawn = [source.split()[0] for part in parts for source, _ in part]
+    assert {tag: drawn.count(tag) for tag in "ab"} == mix.shares(3)
+    # Corpus b (60 pairs, ~90 draws) is read more than once; a (120, ~90) less than a pass:
+    # its pairs are never drawn twice, by one worker or by both.
+    a_pairs = [pair for part in parts for pair in part if pair[0].startswith("a ")]
+    assert len(a_pairs) == len(set(a_pairs))

@@ -21,12 +21,20 @@ the order is uniform; a pair never leaves its window. So neighbours in a file (w
 differs; an epoch that reads only part of a corpus (a weight below its share of the pairs)
 reads other lines of each piece each time. A single gzip file is one piece: a pass reads it in file order, shuffled only within
 each window; cut it into shards (``split``, then ``gzip`` each) or keep it uncompressed.
+
+How workers split a pass (`shard=(index, count)`, see `Shard`): worker `index` of `count` reads
+only the pieces whose number (in file order) is `index` modulo `count`, in its own order drawn
+from the pass's seed, so the workers' pairs together are the pass, each pair once. A corpus of
+fewer pieces than workers (a file of fewer than `PIECE_LINES` lines is one piece) is split by
+line instead: every worker reads the whole pass, in the same order, and keeps pairs `index`,
+`index + count`, ... of it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+from typing import NamedTuple
 
 import numpy as np
 import tensorflow as tf
@@ -37,6 +45,32 @@ CYCLE = 16  # pieces read at once
 PIECE_LINES = 100_000  # lines per piece of a plain-text corpus
 BLOCK_BYTES = 1 << 20  # what a piece's reader reads at a time
 _graph = tf.autograph.experimental.do_not_convert
+
+
+class Shard(NamedTuple):
+    """Which part of a pass a worker reads: part `index` of `count` (the whole pass: 0 of 1)."""
+
+    index: int = 0
+    count: int = 1
+
+
+WHOLE = Shard()
+
+
+def by_line(pairs: tf.data.Dataset, shard: Shard) -> tf.data.Dataset:
+    """Pairs `shard.index`, `index + count`, ... of `pairs`, with tf.data's auto-sharding off
+    (the part is already this worker's: sharding it again would drop pairs)."""
+    if shard.count == 1:
+        return pairs
+    return without_auto_shard(pairs.shard(shard.count, shard.index))
+
+
+def without_auto_shard(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    """`dataset` with `tf.data.experimental.AutoShardPolicy.OFF`: a `tf.distribute` strategy
+    that is given it whole does not split it again by file or by element."""
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+    return dataset.with_options(options)
 
 
 def _pair_seeds(seed) -> tf.Tensor:
@@ -220,9 +254,19 @@ class FileCorpus:
         shards = tf.data.Dataset.range(len(self.files.lines))
         return shards.flat_map(_graph(self._read_shard))
 
-    def shuffled(self, seed, *, shuffle_buffer: int) -> tf.data.Dataset:
+    def piece_count(self) -> int:
+        """How many pieces a pass reads (a corpus with a gzip file: its shards)."""
+        if self.files.marks is None:
+            return len(self.files.lines)
+        return len(self._pieces()[0])
+
+    def shuffled(self, seed, *, shuffle_buffer: int, shard: Shard = WHOLE) -> tf.data.Dataset:
         """One pass over every pair, in an order drawn from `seed` (shape ``(2,)``, a tensor
-        too: an endless stream passes its pass number in it)."""
+        too: an endless stream passes its pass number in it); with `shard`, this worker's part
+        of it (its pieces, or its lines when there are fewer pieces than workers)."""
+        shard = Shard(*shard)
+        if shard.count > 1 and self.piece_count() < shard.count:
+            return by_line(self.shuffled(seed, shuffle_buffer=shuffle_buffer), shard)
         order_seed, shuffle_seed, turn_seed = tf.unstack(_pair_seeds(seed))
         if self.files.marks is not None:
             shards, first, last = self._pieces()
@@ -233,6 +277,8 @@ class FileCorpus:
             pieces, read = (shards, first, last, turn), self._read_piece
         else:  # gzip files: whole shards
             pieces, read = (np.arange(len(self.files.lines), dtype=np.int64),), self._read_shard
+        # This worker's pieces: every `count`-th from its `index` (all of them for one worker).
+        pieces = tuple(column[shard.index :: shard.count] for column in pieces)
         count = len(pieces[0])
         order = tf.random.experimental.stateless_shuffle(tf.range(count), order_seed)
         ordered = tf.data.Dataset.from_tensor_slices(tuple(tf.gather(c, order) for c in pieces))
@@ -243,7 +289,8 @@ class FileCorpus:
             num_parallel_calls=tf.data.AUTOTUNE,
             deterministic=True,
         )
-        return window_shuffle(lines, shuffle_buffer, shuffle_seed)
+        shuffled = window_shuffle(lines, shuffle_buffer, shuffle_seed)
+        return shuffled if shard.count == 1 else without_auto_shard(shuffled)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -257,17 +304,19 @@ class DatasetCorpus:
     def pairs(self) -> tf.data.Dataset:
         return self.dataset
 
-    def shuffled(self, seed, *, shuffle_buffer: int) -> tf.data.Dataset:
-        """One pass in an order drawn from `seed` (shape ``(2,)``)."""
-        return window_shuffle(self.dataset, min(shuffle_buffer, self.size), seed)
+    def shuffled(self, seed, *, shuffle_buffer: int, shard: Shard = WHOLE) -> tf.data.Dataset:
+        """One pass in an order drawn from `seed` (shape ``(2,)``); with `shard`, this worker's
+        lines of it (the corpus is held, so there are no pieces to split)."""
+        return by_line(window_shuffle(self.dataset, min(shuffle_buffer, self.size), seed), shard)
 
 
-def endless(corpus, seed, *, shuffle_buffer: int) -> tf.data.Dataset:
+def endless(corpus, seed, *, shuffle_buffer: int, shard: Shard = WHOLE) -> tf.data.Dataset:
     """Pass after pass of `corpus` (a `FileCorpus` or `DatasetCorpus`), each in its own order:
-    pass k is `corpus.shuffled((seed, k))`. `seed` may be a tensor."""
+    pass k is `corpus.shuffled((seed, k))` (with `shard`, this worker's part of it). `seed` may
+    be a tensor."""
     seed = tf.cast(seed, tf.int64)
 
     def one_pass(k):
-        return corpus.shuffled(tf.stack([seed, k]), shuffle_buffer=shuffle_buffer)
+        return corpus.shuffled(tf.stack([seed, k]), shuffle_buffer=shuffle_buffer, shard=shard)
 
     return tf.data.Dataset.range(2**62).flat_map(_graph(one_pass))

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from tf_transformer.data.corpus import endless
+from tf_transformer.data.corpus import WHOLE, Shard, by_line, endless, without_auto_shard
 from tf_transformer.errors import InvalidValueError
 
 _graph = tf.autograph.experimental.do_not_convert
@@ -120,19 +120,27 @@ class Mix:
         """Pairs per epoch: as many as the corpora hold together."""
         return sum(self.sizes)
 
-    def pairs(self, seed) -> tf.data.Dataset:
+    def pairs(self, seed, *, shard: Shard = WHOLE) -> tf.data.Dataset:
         """One epoch of mixed `(source, target)` pairs; the same `seed` (an int, or an int64
-        tensor) gives the same pairs in the same order."""
-        seed = tf.cast(seed, tf.int64)
+        tensor) gives the same pairs in the same order.
+
+        With `shard=(index, count)`, worker `index`'s part of the epoch: choices `index`,
+        `index + count`, ... of the epoch's draw, each taken from that worker's part of its
+        corpus (`FileCorpus.shuffled`), so the workers together draw the epoch's pairs per
+        corpus (`shares`), and one corpus alone is one pass over it split between them."""
+        seed, shard = tf.cast(seed, tf.int64), Shard(*shard)
         if len(self.corpora) == 1:  # one pass: every pair once
             pass_seed = tf.stack([seed * 1000, tf.constant(0, tf.int64)])
-            return self.corpora[0].shuffled(pass_seed, shuffle_buffer=self.shuffle_buffer)
+            return self.corpora[0].shuffled(
+                pass_seed, shuffle_buffer=self.shuffle_buffer, shard=shard
+            )
         streams = [
-            endless(corpus, seed * 1000 + index, shuffle_buffer=self.shuffle_buffer)
+            endless(corpus, seed * 1000 + index, shuffle_buffer=self.shuffle_buffer, shard=shard)
             for index, corpus in enumerate(self.corpora)
         ]
-        choices = corpus_choices(self.weights, self.epoch_size, seed)
-        return tf.data.Dataset.choose_from_datasets(streams, choices)
+        choices = by_line(corpus_choices(self.weights, self.epoch_size, seed), shard)
+        mixed = tf.data.Dataset.choose_from_datasets(streams, choices)
+        return mixed if shard.count == 1 else without_auto_shard(mixed)
 
     def shares(self, seed: int) -> dict[str, int]:
         """How many pairs of each corpus `pairs(seed)` holds: the same draws, made on the

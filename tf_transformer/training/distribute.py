@@ -17,6 +17,13 @@ last, incomplete group of an epoch is completed with empty batches (no tokens, s
 no gradient), so every worker runs the same number of steps and no batch is dropped or seen
 twice. Each worker reads and tokenizes the whole corpus for this, which costs little next to
 training.
+
+The data can already split an epoch's pairs between workers (`input_shard`, `Mix.pairs(...,
+shard=...)`: pieces of a file corpus, or lines), but training does not use it yet: each
+worker would bucket its own pairs into a number of token-budget batches that differs from the
+others', and the workers must agree on the steps of each epoch (a count and a collective
+before each epoch, or a flag summed with each step; `model.fit` needs `steps_per_epoch`)
+before it can, and the runs would no longer equal one process's with the same global batch.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from tensorflow.compiler.xla.tsl.protobuf import coordination_config_pb2
 from tensorflow.python.distribute import multi_worker_util
 from tensorflow.python.eager import context  # the coordination service's settings: no public API
 
+from tf_transformer.data.corpus import Shard
 from tf_transformer.errors import InvalidValueError
 
 
@@ -191,6 +199,21 @@ def describe_lost_worker(error: Exception) -> str:
         if "aborted by:" in line:
             return line.split("aborted by:", 1)[1].strip()
     return lines[0] if lines else type(error).__name__
+
+
+def input_shard(context: tf.distribute.InputContext | None) -> Shard:
+    """The part of an epoch's pairs that the input pipeline of `context` reads: part
+    `input_pipeline_id` of `num_input_pipelines` (the whole epoch without a context).
+
+    Give it to `Mix.pairs(seed, shard=...)` inside a `distribute_datasets_from_function`
+    pipeline: each worker then reads only its pieces of a file corpus (its lines when the
+    corpus has fewer pieces than workers), tf.data's auto-sharding off, and the workers'
+    parts together hold the epoch's pairs once. The training input does not use it yet (see
+    the module docstring): a worker's own batches would number differently from the others'.
+    """
+    if context is None:
+        return Shard()
+    return Shard(context.input_pipeline_id, context.num_input_pipelines)
 
 
 def empty_batch(element_spec) -> tuple:
