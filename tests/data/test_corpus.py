@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from tf_transformer.data import DataFormatError, load_dataset
 from tf_transformer.data.corpus import CYCLE, FileCorpus, window_shuffle
+from tf_transformer.data.mix import read_runs
 from tf_transformer.data.sources import load_corpus
 from tf_transformer.data.text_files import checked_files, read_text_dir
 
@@ -194,12 +195,12 @@ def test_runs_are_whole_runs_of_lines_at_random_marks_in_file_order(tmp_path, la
         for start, end in itertools.pairwise(cuts)
         for first in range(start, end, 5)
     ]
-    pairs, count = corpus.runs(42, seed=0)
+    pairs, count = read_runs(corpus.files, 42, seed=0)
     sample = _listed(pairs)
     assert len(sample) == count and set(sample) <= set(from_files)  # aligned, as the files hold
     numbers = [int(source.split()[1]) for source, _ in sample]
     assert numbers == sorted(numbers)  # file order
     chosen = [run for run in runs if run & set(numbers)]
     assert len(chosen) == 9 and set(numbers) == frozenset.union(*chosen)  # ceil(42 / 5) whole runs
-    assert _listed(corpus.runs(42, seed=0)[0]) == sample
-    assert _listed(corpus.runs(42, seed=1)[0]) != sample
+    assert _listed(read_runs(corpus.files, 42, seed=0)[0]) == sample
+    assert _listed(read_runs(corpus.files, 42, seed=1)[0]) != sample

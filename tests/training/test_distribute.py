@@ -266,3 +266,16 @@ def test_two_input_pipelines_draw_a_mix_s_shares_together(tmp_path):
     # its pairs are never drawn twice, by one worker or by both.
     a_pairs = [pair for part in parts for pair in part if pair[0].startswith("a ")]
     assert len(a_pairs) == len(set(a_pairs))
+
+
+def test_shard_data_is_refused_under_fit_before_anything_is_written(tmp_path):
+    from tf_transformer import training
+    from tf_transformer.config import TrainConfig, get_preset
+    from tf_transformer.errors import InvalidValueError
+
+    with pytest.raises(InvalidValueError, match="custom loop only: drop --fit, or --shard-data"):
+        training.run(
+            tmp_path / "run", DataConfig(), get_preset("tiny"), TrainConfig(shard_data=True),
+            fit=True,
+        )  # fmt: skip
+    assert not (tmp_path / "run").exists()

@@ -289,3 +289,65 @@ def test_killed_worker_stops_the_job_and_resume_continues(tmp_path, corpus):
     assert Path(f"{latest}.index").stat().st_mtime_ns == written  # not trained again
     last = tf.train.latest_checkpoint(str(run_dir / "checkpoints"))
     assert last.endswith(f"ckpt-{killed_at + 4}")
+
+
+# `shard_data`: one epoch of 61 pairs in batches of 64 tokens, so the two workers' parts (31
+# and 30 pairs, every other line: the file is one piece) make different numbers of batches.
+SHARD_CHANGES = {"epochs": 1, "max_steps": None, "token_budget": 64, "shard_data": True}
+
+
+def shard_worker(run_dir: str, corpus: str) -> None:
+    """A worker of a `shard_data` run of one epoch; its step records on stdout."""
+    from tf_transformer import training
+    from tf_transformer.config import DataConfig, get_preset, get_train_preset
+
+    config = get_train_preset("tiny").replace(**SHARD_CHANGES, strategy="multiworker")
+
+    def on_step(step, metrics):
+        print(json.dumps({"mode": "shard", "step": step, **metrics}), flush=True)
+
+    result = training.run(
+        run_dir, DataConfig(dataset=corpus), get_preset("tiny"), config, progress=False,
+        on_step=on_step,
+    )  # fmt: skip
+    print(json.dumps({"mode": "shard", "final": result.step}), flush=True)
+
+
+def _epoch_batches(run_dir: Path, corpus: Path, shard) -> tuple[int, int]:
+    """`(batches, target tokens)` of epoch 0 of the run's pipeline for `shard`."""
+    from tf_transformer.config import DataConfig, get_train_preset
+    from tf_transformer.data.mix import Mix
+    from tf_transformer.run_dir import RunDir
+    from tf_transformer.training.start.inputs import EpochBatches
+
+    config = get_train_preset("tiny").replace(**SHARD_CHANGES)
+    mix = Mix.load(DataConfig(dataset=str(corpus)))
+    batches = EpochBatches(mix, RunDir(run_dir).load_tokenizers(), config)(0, shard)
+    targets = [target.numpy() for (_, _), target in batches]
+    return len(targets), int(sum(np.count_nonzero(target) for target in targets))
+
+
+@pytest.mark.slow
+def test_with_shard_data_each_worker_trains_its_own_part_of_the_epoch(tmp_path):
+    from tf_transformer.data.sample import sample_pairs
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for split, count in (("train", 61), ("dev", 8)):
+        pairs = sample_pairs(split)[:count]
+        (corpus / f"{split}.tsv").write_text("".join(f"{pt}\t{en}\n" for pt, en in pairs))
+    run_dir = tmp_path / "run"
+    call = f"shard_worker({str(run_dir)!r}, {str(corpus)!r})"
+    code = ["-c", f"from tests.training.test_multiworker import {call.split('(')[0]}; {call}"]
+    results = [_finish(process) for process in _start_workers(code, tmp_path)]
+    assert all(code == 0 for code, _, _ in results), "\n=====\n".join(
+        e[-3000:] for *_, e in results
+    )
+    (chief, chief_final), (other, _) = (_records(out, "shard") for _, out, _ in results)
+    parts = [_epoch_batches(run_dir, corpus, (index, 2)) for index in range(2)]
+    whole = _epoch_batches(run_dir, corpus, (0, 1))
+    assert parts[0][0] != parts[1][0]  # the workers' batch counts differ
+    # The job ran as many steps as the longer part has batches (the other worker trained empty
+    # batches at the end), and together they trained every target token of the epoch once.
+    assert chief == other and chief_final["final"] == len(chief) == max(p[0] for p in parts)
+    assert sum(record["tokens"] for record in chief) == parts[0][1] + parts[1][1] == whole[1]

@@ -137,6 +137,12 @@ class TrainConfig(_DictConfig):
         positive=True,
         metavar="SECONDS",
     )
+    shard_data: bool = setting(
+        False,
+        "multiworker, custom loop: each worker reads and trains on its own part of each epoch "
+        "(its pieces of the corpus files, else every Nth pair) instead of reading the whole "
+        "epoch and training its slice of every update; the run then differs from one process's.",
+    )
     eval_every: int | None = setting(
         None,
         "Every N steps, translate the dev subset greedily: BLEU, chrF and sample translations "

@@ -32,7 +32,6 @@ line instead: every worker reads the whole pass, in the same order, and keeps pa
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from typing import NamedTuple
 
@@ -107,11 +106,6 @@ class FileCorpus:
     @property
     def size(self) -> int:
         return self.files.size
-
-    @property
-    def seekable(self) -> bool:
-        """Read from any mark (every file plain text): `runs` needs it."""
-        return self.files.marks is not None
 
     def _text_lines(self, paths, shard) -> tf.data.Dataset:
         """A whole shard's lines (`tf.data.TextLineDataset`, gzip or not)."""
@@ -212,42 +206,6 @@ class FileCorpus:
                 rows.append((shard, base + first, base + min(first + per_piece, segments)))
             base += len(marks[0])
         return tuple(np.array(column, np.int64) for column in zip(*rows))
-
-    def runs(self, wanted: int, seed: int) -> tuple[tf.data.Dataset, int]:
-        """`(pairs, count)`: the `count` pairs of enough runs of `mark_lines` lines at marks
-        drawn at random (by `seed`, without replacement) to hold `wanted` pairs, read in file
-        order from their byte offsets with Python's `seek`, so the time grows with `wanted`,
-        not with the corpus (`Mix.sample`). Needs marks (every file plain text)."""
-        files, step = self.files, self.files.mark_lines
-        runs = [
-            (shard, i) for shard, size in enumerate(files.lines) for i in range(-(-size // step))
-        ]
-        drawn = np.random.default_rng(seed).choice(
-            len(runs), min(len(runs), -(-wanted // step)), replace=False
-        )
-        chosen = [runs[i] for i in sorted(drawn)]
-        count = sum(min(step, files.lines[shard] - run * step) for shard, run in chosen)
-        sides = (files.sources,) if files.is_tsv else (files.sources, files.targets)
-
-        def read():
-            with contextlib.ExitStack() as stack:
-                opened = {}
-                for shard, run in chosen:
-                    lines = []
-                    for side, paths in enumerate(sides):
-                        if (shard, side) not in opened:
-                            opened[shard, side] = stack.enter_context(open(paths[shard], "rb"))
-                        start, end = files.marks[shard][side][run : run + 2]
-                        opened[shard, side].seek(start)
-                        text = opened[shard, side].read(end - start)
-                        lines.append([line.removesuffix(b"\r") for line in text.split(b"\n")[:-1]])
-                    yield tuple(lines)
-
-        spec = (tf.TensorSpec([None], tf.string),) * len(sides)
-        blocks = tf.data.Dataset.from_generator(read, output_signature=spec)
-        if files.is_tsv:
-            return self._as_pairs(blocks.map(_graph(lambda lines: lines)), None, blocks=True), count
-        return blocks.unbatch(), count
 
     def pairs(self) -> tf.data.Dataset:
         """The pairs in file order, shard after shard."""

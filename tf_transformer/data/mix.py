@@ -16,6 +16,7 @@ variable when its pass over the data starts.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 from pathlib import Path
@@ -172,7 +173,7 @@ class Mix:
 
         A corpus is read once, in file order. One of more than q_i pairs with q_i at least
         `RUNS_FROM` (a plain-text file corpus) is read only in part: n_i is then the pairs of
-        enough runs of 1,000 consecutive lines at random marks (`FileCorpus.runs`) to hold q_i,
+        enough runs of 1,000 consecutive lines at random marks (`read_runs`) to hold q_i,
         so drawing takes the same time from a corpus of 1 million pairs as from 10 million.
 
         The tokenizers learn from it (`TrainConfig.vocab_sample`).
@@ -184,8 +185,9 @@ class Mix:
                 corpus.size,
                 max(1, math.ceil(wanted / corpus.size)),
             )
-            if corpus.size > wanted >= RUNS_FROM and getattr(corpus, "seekable", False):
-                pairs, count = corpus.runs(wanted, seed=seed * 1000 + index)
+            files = getattr(corpus, "files", None)  # a `FileCorpus`'s
+            if corpus.size > wanted >= RUNS_FROM and files is not None and files.marks:
+                pairs, count = read_runs(files, wanted, seed=seed * 1000 + index)
             keep = wanted / (count * passes)
             pairs = pairs.repeat(passes)
             if keep < 1.0:
@@ -204,6 +206,41 @@ class Mix:
             for name, weight in zip(self.names, self.weights)
         ]
         return "mix: " + ", ".join(parts)
+
+
+def read_runs(files, wanted: int, seed: int) -> tuple[tf.data.Dataset, int]:
+    """`(pairs, count)`: the `count` pairs of enough runs of `mark_lines` lines at the marks of
+    `files` (a `CorpusFiles` with marks: every file plain text), drawn at random by `seed`
+    without replacement, to hold `wanted` pairs; read in file order from their byte offsets with
+    Python's `seek`, so the time grows with `wanted`, not with the corpus (`Mix.sample`)."""
+    step = files.mark_lines
+    runs = [(shard, i) for shard, size in enumerate(files.lines) for i in range(-(-size // step))]
+    count = min(len(runs), -(-wanted // step))
+    chosen = [runs[i] for i in sorted(np.random.default_rng(seed).choice(len(runs), count, False))]
+    count = sum(min(step, files.lines[shard] - run * step) for shard, run in chosen)
+    sides = (files.sources,) if files.is_tsv else (files.sources, files.targets)
+
+    def lines(handle, start, end):
+        handle.seek(start)
+        return [line.removesuffix(b"\r") for line in handle.read(end - start).split(b"\n")[:-1]]
+
+    def read():
+        with contextlib.ExitStack() as stack:
+            opened = {}
+            for shard, run in chosen:
+                for side, paths in enumerate(sides):
+                    if (shard, side) not in opened:
+                        opened[shard, side] = stack.enter_context(open(paths[shard], "rb"))
+                parts = [
+                    lines(opened[shard, side], *files.marks[shard][side][run : run + 2])
+                    for side in range(len(sides))
+                ]
+                if files.is_tsv:  # checked: a tab in every line
+                    parts = list(zip(*(line.split(b"\t", 1) for line in parts[0])))
+                yield tuple(parts)
+
+    spec = (tf.TensorSpec([None], tf.string),) * 2
+    return tf.data.Dataset.from_generator(read, output_signature=spec).unbatch(), count
 
 
 def _bernoulli(pairs: tf.data.Dataset, keep: float, seed) -> tf.data.Dataset:

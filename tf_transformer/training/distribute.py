@@ -18,12 +18,14 @@ no gradient), so every worker runs the same number of steps and no batch is drop
 twice. Each worker reads and tokenizes the whole corpus for this, which costs little next to
 training.
 
-The data can already split an epoch's pairs between workers (`input_shard`, `Mix.pairs(...,
-shard=...)`: pieces of a file corpus, or lines), but training does not use it yet: each
-worker would bucket its own pairs into a number of token-budget batches that differs from the
-others', and the workers must agree on the steps of each epoch (a count and a collective
-before each epoch, or a flag summed with each step; `model.fit` needs `steps_per_epoch`)
-before it can, and the runs would no longer equal one process's with the same global batch.
+With `TrainConfig.shard_data` (the custom loop), each worker reads only its own part of the
+epoch instead (`input_shard`, `Mix.pairs(..., shard=...)`: its pieces of a file corpus, or every
+Nth pair) and cuts it into its own token-budget batches, a group's worth per update; so no pair
+is read or trained twice across workers, and none is left out. The workers' batch counts then
+differ by a few: `MultiWorkerMirroredStrategy`'s iterator asks every worker at each step
+whether any has a batch left (an all-reduce of one number), and a worker that has run out
+trains an empty batch until all have (tf.distribute's partial-batch handling). Such a run
+differs from one process's: the batches are not the same.
 """
 
 from __future__ import annotations
@@ -208,8 +210,8 @@ def input_shard(context: tf.distribute.InputContext | None) -> Shard:
     Give it to `Mix.pairs(seed, shard=...)` inside a `distribute_datasets_from_function`
     pipeline: each worker then reads only its pieces of a file corpus (its lines when the
     corpus has fewer pieces than workers), tf.data's auto-sharding off, and the workers'
-    parts together hold the epoch's pairs once. The training input does not use it yet (see
-    the module docstring): a worker's own batches would number differently from the others'.
+    parts together hold the epoch's pairs once (`TrainConfig.shard_data`; see
+    the module docstring).
     """
     if context is None:
         return Shard()
@@ -251,22 +253,28 @@ def replica_batches(
     ).prefetch(tf.data.AUTOTUNE)
 
 
-def distribute_batches(
-    strategy: tf.distribute.Strategy, dataset: tf.data.Dataset, group_size: int | None = None
-):
+def distribute_batches(strategy: tf.distribute.Strategy, dataset, group_size: int | None = None):
     """`dataset` as the replicas of `strategy` take it: whole batches, one per replica and step.
 
     Each step takes the next group of `group_size` batches (default: one per replica; with
     gradient accumulation, `replicas × accumulate_steps`): worker `w` iterates its slice of
     every group (`replica_batches`) and its local replicas take consecutive batches of it.
     Without distribution: the plain dataset (with its last group completed).
+
+    `dataset` may also be a function `Shard -> batches` (`TrainConfig.shard_data`): each worker
+    then iterates the batches of its own part, its share of a group per step (see the module
+    docstring).
     """
     group_size = group_size or strategy.num_replicas_in_sync
     if strategy.num_replicas_in_sync == 1:
+        dataset = dataset(Shard()) if callable(dataset) else dataset
         return replica_batches(dataset, group_size=group_size, start=0, count=group_size)
 
     def pipeline(context: tf.distribute.InputContext) -> tf.data.Dataset:
         count = group_size // context.num_input_pipelines
+        if callable(dataset):  # this worker's own batches
+            own = dataset(input_shard(context))
+            return replica_batches(own, group_size=count, start=0, count=count)
         start = context.input_pipeline_id * count
         return replica_batches(dataset, group_size=group_size, start=start, count=count)
 

@@ -56,6 +56,8 @@ class EpochLoop:
       steps: the compiled steps of the model and optimizer.
       progress: the run's progress, which the loop advances.
       callbacks: called in this order.
+      shard_data: each worker trains on its own part of each epoch (`TrainConfig.shard_data`;
+        `train_ds` an `epoch, shard -> batches` function).
     """
 
     def __init__(
@@ -64,8 +66,9 @@ class EpochLoop:
         steps: TrainStep,
         progress: Progress,
         callbacks: Sequence[tf.keras.callbacks.Callback],
+        shard_data: bool = False,
     ):
-        self.steps = steps
+        self.steps, self.shard_data = steps, shard_data
         self.progress = progress
         self.model = steps.model
         self.callbacks = tf.keras.callbacks.CallbackList(list(callbacks), model=self.model)
@@ -87,10 +90,18 @@ class EpochLoop:
     def _run_epoch(self, train_ds: Batches, epoch: int) -> None:
         """Trains the rest of epoch `epoch`, or until a callback stops the run."""
         state, group_size = self.progress.state, self.steps.group_size
-        dataset = train_ds(epoch) if callable(train_ds) else train_ds
-        # `position` counts the batches of the epoch's sequence already trained on.
-        dataset = dataset.map(as_int64).skip(self.progress.position)
-        for micro_batches in self.steps.updates(dataset):
+        # `position` counts the batches of the epoch's sequence already trained on (with
+        # `shard_data`, of all workers' sequences together: each worker took its share).
+        position = self.progress.position
+        if self.shard_data and callable(train_ds):
+
+            def data(shard):
+                return train_ds(epoch, shard).map(as_int64).skip(position // shard.count)
+
+        else:
+            data = train_ds(epoch) if callable(train_ds) else train_ds
+            data = data.map(as_int64).skip(position)
+        for micro_batches in self.steps.updates(data):
             batch = self.progress.position // group_size
             self.callbacks.on_train_batch_begin(batch)
             sums = {key: float(value) for key, value in self.steps.update(micro_batches).items()}
@@ -232,7 +243,12 @@ def train(
             restored=latest,
         ) as policies:
             callbacks = policies.callbacks(after_step=tuple(logging))
-            loop = EpochLoop(steps=steps, progress=status, callbacks=callbacks)
+            loop = EpochLoop(
+                steps=steps,
+                progress=status,
+                callbacks=callbacks,
+                shard_data=train_config.shard_data,
+            )
             history = loop.run(train_ds, val_ds)
     finally:
         if scratch is not None:

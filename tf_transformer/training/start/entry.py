@@ -17,6 +17,7 @@ import tensorflow as tf
 from tf_transformer.config import DataConfig, ModelConfig, TrainConfig
 from tf_transformer.data.dev_sets import load_dev_sets
 from tf_transformer.data.mix import Mix
+from tf_transformer.errors import InvalidValueError
 from tf_transformer.run_dir import RunDir
 from tf_transformer.training.distribute import Workers, strategy_for
 from tf_transformer.training.loop import TrainResult, train
@@ -103,6 +104,11 @@ def run(
         )
     else:
         train_config = apply_train_changes(train_config or TrainConfig(), train_changes)
+    if fit and train_config.shard_data:
+        raise InvalidValueError(
+            "shard_data (--shard-data) trains with the custom loop only: drop --fit, or "
+            "--shard-data (every worker then reads the whole epoch)."
+        )
     if not stored.get("model") and model_config is not None and not train_config.shared_vocab:
         check_shared_embeddings(model_config)  # before the data loads
     # A multi-worker strategy configures its collectives when it is made, before TensorFlow

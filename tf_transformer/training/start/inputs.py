@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from tf_transformer.config import DataConfig, ModelConfig, TrainConfig
 from tf_transformer.data.concatenation import add_concatenations
+from tf_transformer.data.corpus import WHOLE, Shard, by_line
 from tf_transformer.data.mix import Mix
 from tf_transformer.data.pipeline import make_batches
 from tf_transformer.errors import InvalidValueError
@@ -52,12 +53,16 @@ class EpochBatches:
         if isinstance(self.pairs, Mix) and self.on_mix is not None:
             self.on_mix(epoch, self.pairs.shares(self.train_config.seed + epoch))
 
-    def __call__(self, epoch: int) -> tf.data.Dataset:
-        """Epoch `epoch`'s batches (a `Mix`: its draw, reported to `on_mix`)."""
+    def __call__(self, epoch: int, shard: Shard = WHOLE) -> tf.data.Dataset:
+        """Epoch `epoch`'s batches (a `Mix`: its draw, reported to `on_mix`); with `shard`
+        (`TrainConfig.shard_data`), the batches of one worker's part of the epoch's pairs
+        (`Mix.pairs`; other pairs: every `count`-th), so the workers' parts hold each once."""
         drawn = self.pairs
         if isinstance(drawn, Mix):
             self.log_mix(epoch)
-            drawn = drawn.pairs(self.train_config.seed + epoch)
+            drawn = drawn.pairs(self.train_config.seed + epoch, shard=shard)
+        else:
+            drawn = by_line(drawn, shard)
         return self._batches(drawn, epoch)
 
     def each_pass(self, epoch: tf.Variable) -> tf.data.Dataset:

@@ -39,11 +39,17 @@ def real_token_logits(model: tf.keras.Model, batch, *, training: bool):
       `(logits, labels)`: float32 `(1, tokens, vocab)` and `(1, tokens)`, the shapes the
       masked losses take.
     """
-    inputs, tgt_out = batch
+    # A worker whose own batches have run out (`TrainConfig.shard_data`) gets tf.distribute's
+    # stand-ins, `(0, 0)` each: the model takes sequences of one position at least.
+    inputs, tgt_out = tf.nest.map_structure(_one_column_at_least, batch)
     x, _ = model.decoder_states(inputs, training=training)
     real = tf.not_equal(tgt_out, tf.cast(PAD_ID, tgt_out.dtype))
     logits = model.project(tf.boolean_mask(x, real))  # (tokens, vocab)
     return logits[tf.newaxis], tf.boolean_mask(tgt_out, real)[tf.newaxis]
+
+
+def _one_column_at_least(ids: tf.Tensor) -> tf.Tensor:
+    return tf.pad(ids, [[0, 0], [0, tf.maximum(1 - tf.shape(ids)[1], 0)]])
 
 
 def dense_gradients(gradients: list) -> list:
@@ -147,11 +153,12 @@ class TrainStep:
 
     # Input.
 
-    def updates(self, dataset: tf.data.Dataset) -> Iterator[list]:
+    def updates(self, dataset) -> Iterator[list]:
         """The dataset as lists of `accumulate_steps` (distributed) micro-batches, one per update.
 
         Each update covers the next `group_size` batches of `dataset`, each replica training
-        its own whole batches (see `tf_transformer.training.distribute`).
+        its own whole batches (see `tf_transformer.training.distribute`); `dataset` may be a
+        function `Shard -> batches`, each worker's own (`TrainConfig.shard_data`).
         """
         iterator = iter(self._distributed(dataset, _TRAIN_STEPS, self.group_size))
         while True:
