@@ -180,11 +180,8 @@ class Mix:
         """
         samples = []
         for index, (corpus, wanted) in enumerate(zip(self.corpora, self.sample_sizes(size))):
-            pairs, count, passes = (
-                corpus.pairs(),
-                corpus.size,
-                max(1, math.ceil(wanted / corpus.size)),
-            )
+            pairs, count = corpus.pairs(), corpus.size
+            passes = max(1, math.ceil(wanted / corpus.size))
             files = getattr(corpus, "files", None)  # a `FileCorpus`'s
             if corpus.size > wanted >= RUNS_FROM and files is not None and files.marks:
                 pairs, count = read_runs(files, wanted, seed=seed * 1000 + index)
