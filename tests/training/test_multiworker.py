@@ -297,12 +297,14 @@ def test_killed_worker_stops_the_job_and_resume_continues(tmp_path, corpus):
 SHARD_CHANGES = {"epochs": 1, "max_steps": None, "token_budget": 64, "shard_data": True}
 
 
-def shard_worker(run_dir: str, corpus: str) -> None:
-    """A worker of a `shard_data` run of one epoch; its step records on stdout."""
+def shard_worker(run_dir: str, corpus: str, max_steps: int | None) -> None:
+    """A worker of a `shard_data` run of one epoch (stopped after `max_steps`, or resumed to
+    the epoch's end); its step records on stdout."""
     from tf_transformer import training
     from tf_transformer.config import DataConfig, get_preset, get_train_preset
 
     config = get_train_preset("tiny").replace(**SHARD_CHANGES, strategy="multiworker")
+    config = config.replace(max_steps=max_steps)
 
     def on_step(step, metrics):
         print(json.dumps({"mode": "shard", "step": step, **metrics}), flush=True)
@@ -338,17 +340,23 @@ def test_with_shard_data_each_worker_trains_its_own_part_of_the_epoch(tmp_path):
         pairs = sample_pairs(split)[:count]
         (corpus / f"{split}.tsv").write_text("".join(f"{pt}\t{en}\n" for pt, en in pairs))
     run_dir = tmp_path / "run"
-    call = f"shard_worker({str(run_dir)!r}, {str(corpus)!r})"
-    code = ["-c", f"from tests.training.test_multiworker import {call.split('(')[0]}; {call}"]
-    results = [_finish(process) for process in _start_workers(code, tmp_path)]
-    assert all(code == 0 for code, _, _ in results), "\n=====\n".join(
-        e[-3000:] for *_, e in results
-    )
-    (chief, chief_final), (other, _) = (_records(out, "shard") for _, out, _ in results)
+    records = []
+    for max_steps in (3, None):  # stopped after 3 steps, then resumed to the epoch's end
+        call = f"shard_worker({str(run_dir)!r}, {str(corpus)!r}, {max_steps})"
+        code = ["-c", f"from tests.training.test_multiworker import shard_worker; {call}"]
+        results = [_finish(process) for process in _start_workers(code, tmp_path)]
+        errors = "\n=====\n".join(err[-3000:] for *_, err in results)
+        assert all(code == 0 for code, _, _ in results), errors
+        (chief, chief_final), (other, _) = (_records(out, "shard") for _, out, _ in results)
+        assert chief == other  # both report the global sums
+        records.append(chief)
+    assert [r["step"] for r in records[0]] == [1, 2, 3] and records[1][0]["step"] == 4
+    chief = records[0] + records[1]
     parts = [_epoch_batches(run_dir, corpus, (index, 2)) for index in range(2)]
     whole = _epoch_batches(run_dir, corpus, (0, 1))
     assert parts[0][0] != parts[1][0]  # the workers' batch counts differ
     # The job ran as many steps as the longer part has batches (the other worker trained empty
-    # batches at the end), and together they trained every target token of the epoch once.
-    assert chief == other and chief_final["final"] == len(chief) == max(p[0] for p in parts)
+    # batches at the end), and together they trained every target token of the epoch once:
+    # the resumed run went on from each worker's next unseen batch.
+    assert chief_final["final"] == len(chief) == max(p[0] for p in parts)
     assert sum(record["tokens"] for record in chief) == parts[0][1] + parts[1][1] == whole[1]
