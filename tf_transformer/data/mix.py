@@ -24,7 +24,14 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from tf_transformer.data.corpus import WHOLE, Shard, by_line, endless, without_auto_shard
+from tf_transformer.data.corpus import (
+    WHOLE,
+    FileCorpus,
+    Shard,
+    by_line,
+    endless,
+    without_auto_shard,
+)
 from tf_transformer.errors import InvalidValueError
 
 _graph = tf.autograph.experimental.do_not_convert
@@ -182,9 +189,9 @@ class Mix:
         for index, (corpus, wanted) in enumerate(zip(self.corpora, self.sample_sizes(size))):
             pairs, count = corpus.pairs(), corpus.size
             passes = max(1, math.ceil(wanted / corpus.size))
-            files = getattr(corpus, "files", None)  # a `FileCorpus`'s
-            if corpus.size > wanted >= RUNS_FROM and files is not None and files.marks:
-                pairs, count = read_runs(files, wanted, seed=seed * 1000 + index)
+            seekable = isinstance(corpus, FileCorpus) and corpus.files.marks is not None
+            if seekable and corpus.size > wanted >= RUNS_FROM:
+                pairs, count = read_runs(corpus.files, wanted, seed=seed * 1000 + index)
             keep = wanted / (count * passes)
             pairs = pairs.repeat(passes)
             if keep < 1.0:

@@ -39,17 +39,11 @@ def real_token_logits(model: tf.keras.Model, batch, *, training: bool):
       `(logits, labels)`: float32 `(1, tokens, vocab)` and `(1, tokens)`, the shapes the
       masked losses take.
     """
-    # A worker whose own batches have run out (`TrainConfig.shard_data`) gets tf.distribute's
-    # stand-ins, `(0, 0)` each: the model takes sequences of one position at least.
-    inputs, tgt_out = tf.nest.map_structure(_one_column_at_least, batch)
+    inputs, tgt_out = batch
     x, _ = model.decoder_states(inputs, training=training)
     real = tf.not_equal(tgt_out, tf.cast(PAD_ID, tgt_out.dtype))
     logits = model.project(tf.boolean_mask(x, real))  # (tokens, vocab)
     return logits[tf.newaxis], tf.boolean_mask(tgt_out, real)[tf.newaxis]
-
-
-def _one_column_at_least(ids: tf.Tensor) -> tf.Tensor:
-    return tf.pad(ids, [[0, 0], [0, tf.maximum(1 - tf.shape(ids)[1], 0)]])
 
 
 def dense_gradients(gradients: list) -> list:
@@ -198,6 +192,17 @@ class TrainStep:
     def _apply_step(self):
         return self._reduce(self.strategy.run(self._replica_apply_step))
 
+    def _logits(self, batch, *, training: bool):
+        """`real_token_logits` of a replica's batch. Distributed, a worker whose own batches
+        have run out (`TrainConfig.shard_data`) gets tf.distribute's stand-ins, `(0, 0)` each,
+        widened here to the one column of `distribute.empty_batch` (the model takes sequences
+        of one position at least); without distribution the step traces no such op."""
+        if self.distributed:
+            batch = tf.nest.map_structure(
+                lambda ids: tf.pad(ids, [[0, 0], [0, tf.maximum(1 - tf.shape(ids)[1], 0)]]), batch
+            )
+        return real_token_logits(self.model, batch, training=training)
+
     def _reduce(self, sums):
         return {key: self.strategy.reduce(_SUM, value, axis=None) for key, value in sums.items()}
 
@@ -209,7 +214,7 @@ class TrainStep:
     def _replica_train_step(self, batch):
         variables = self.model.trainable_variables
         with tf.GradientTape() as tape:
-            logits, labels = real_token_logits(self.model, batch, training=True)
+            logits, labels = self._logits(batch, training=True)
             loss_sum, tokens = masked_loss_sum(labels, logits, self.label_smoothing)
             loss = loss_sum / tf.maximum(self._global_tokens(tokens), 1.0)
             # Identity unless the optimizer is a LossScaleOptimizer (float16).
@@ -220,7 +225,7 @@ class TrainStep:
         return {"loss_sum": loss_sum, "correct": correct, "tokens": tokens}
 
     def _replica_eval_step(self, batch):
-        logits, labels = real_token_logits(self.model, batch, training=False)
+        logits, labels = self._logits(batch, training=False)
         loss_sum, tokens = masked_loss_sum(labels, logits, self.label_smoothing)
         correct, _ = masked_correct_sum(labels, logits)
         return {"loss_sum": loss_sum, "correct": correct, "tokens": tokens}
@@ -249,7 +254,7 @@ class TrainStep:
     def _replica_accumulate_step(self, batch):
         variables = self.model.trainable_variables
         with tf.GradientTape() as tape:
-            logits, labels = real_token_logits(self.model, batch, training=True)
+            logits, labels = self._logits(batch, training=True)
             loss_sum, tokens = masked_loss_sum(labels, logits, self.label_smoothing)
             # Differentiate the micro-batch's token mean (the magnitudes of an ordinary step,
             # which float16 loss scaling expects) and weigh it by its tokens below: the sums
